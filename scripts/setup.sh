@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Idempotent set-up on Debian 12: installs what is missing (apt packages, a Python virtual
+# environment with torch 2.11.0), then configures and builds monoflow into build/.
+#   scripts/setup.sh            install + build
+#   MONOFLOW_BUILD_DIR=... MONOFLOW_JOBS=N scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD_DIR=${MONOFLOW_BUILD_DIR:-$ROOT/build}
+TORCH_VERSION=2.11.0
+
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv
+  libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
+  espeak-ng libespeak-ng-dev)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing apt packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python environment: LibTorch comes from the torch wheel; tensorboard/numpy read our logs back in tests.
+if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  echo "setup: creating .venv with torch==$TORCH_VERSION"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q "torch==$TORCH_VERSION"
+fi
+.venv/bin/python -c "import numpy, tensorboard" 2>/dev/null || .venv/bin/pip install -q numpy tensorboard
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DMONOFLOW_PYTHON="$ROOT/.venv/bin/python"
+fi
+cmake --build "$BUILD_DIR" -j "${MONOFLOW_JOBS:-$(nproc)}"
+echo "setup: built into $BUILD_DIR"
