@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run ON THE GPU MACHINE, in one device call:
-#   scripts/gpu.sh [quick]   builds with CUDA against the machine's torch, runs the CUDA test
+#   [TARGETS="a b"] [CTEST_REGEX=re] scripts/gpu.sh [quick]   builds with CUDA against the machine's torch, runs the CUDA test
 #                            suites and the benchmarks, and prints a short table last.
 # Prepare here first with scripts/gpu-deps.sh; the call carries .deps/root. Results go to $OUT.
 set -uo pipefail
@@ -16,11 +16,11 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMONOFLOW_PYTHON="$(
   -DMONOFLOW_DEPS_PREFIX="$DEPS" -DMONOFLOW_WITH_ESPEAK=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
   > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
 grep "monoflow:" "$OUT/configure.log"
-cmake --build "$BUILD" -j 16 > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; }
+cmake --build "$BUILD" -j 16 ${TARGETS:+--target $TARGETS} > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; }
 echo "build: ok"
 
 # CUDA suites (and everything else) on the GPU
-ctest --test-dir "$BUILD" --output-on-failure -j 4 > "$OUT/ctest.log" 2>&1; rc=$?
+ctest --test-dir "$BUILD" --output-on-failure -j 4 ${CTEST_REGEX:+-R "$CTEST_REGEX"} > "$OUT/ctest.log" 2>&1; rc=$?
 tail -5 "$OUT/ctest.log"
 
 # Benchmarks: each writes CSV to $OUT (added by the folders that own them)
