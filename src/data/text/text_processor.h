@@ -1,0 +1,84 @@
+// The text front-end: raw UTF-8 transcript -> token ids for the Glow-TTS encoder.
+//
+//   TextProcessor tp(TextOptions{...});      // from the config's data section
+//   std::vector<int64_t> ids = tp.encode("Dr. Smith paid $5.");
+//   int64_t n_vocab = tp.vocab_size();       // the model's n_vocab
+//   ... after a pass over the corpus: if (!tp.unknown_report().empty()) warn(tp.unknown_report());
+//
+// Behaviour follows the original Glow-TTS / keithito text pipeline (text_to_sequence with
+// cleaners, optional CMUdict, curly-brace ARPAbet, add_space, add_blank). Encoding is const and
+// thread-safe: several loader threads may share one TextProcessor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace monoflow::text {
+
+struct TextOptions {
+  // Cleaner names applied in order: english_cleaners | basic_cleaners | transliteration_cleaners.
+  std::vector<std::string> cleaners{"english_cleaners"};
+  // "english": the original 148 symbols (pad, punctuation, letters, @ARPAbet).
+  // "ipa": espeak-ng IPA phonemes (needs libespeak-ng compiled in; UserError otherwise).
+  std::string symbols = "english";
+  std::string cmudict_path;       // empty: no dictionary (english set only)
+  bool add_space = false;         // text = " " + strip(text) + " " before encoding (original)
+  bool add_blank = false;         // intersperse blank_id() between all tokens and at both ends
+  std::string espeak_voice = "en-us";  // ipa only
+  // Characters without a symbol are dropped (as the original) and counted; with this set they
+  // throw UserError naming the character instead.
+  bool error_on_unknown = false;
+};
+
+class SymbolTable;
+class CmuDict;
+class Phonemizer;
+struct UnknownCounter;
+
+class TextProcessor {
+ public:
+  // Throws UserError for an unknown cleaner or symbol-set name, a cmudict with the ipa set,
+  // ipa without espeak-ng; FileError (file:line) for a missing or malformed cmudict file.
+  explicit TextProcessor(TextOptions options);
+  ~TextProcessor();
+  TextProcessor(TextProcessor&&) noexcept;
+  TextProcessor& operator=(TextProcessor&&) noexcept;
+
+  // The full pipeline: add_space, curly-brace ARPAbet, cleaners, CMUdict / phonemizer,
+  // symbol ids, add_blank.
+  std::vector<int64_t> encode(const std::string& utf8_text) const;
+  // The same, as symbol strings (blank shown as "<blank>"), for debugging.
+  std::vector<std::string> tokens(const std::string& utf8_text) const;
+  // Cleaners only.
+  std::string clean(const std::string& utf8_text) const;
+  // ids -> text as the original sequence_to_text: ARPAbet in braces, blanks and pads skipped.
+  std::string decode(const std::vector<int64_t>& ids) const;
+
+  size_t num_symbols() const;   // 148 for english
+  size_t vocab_size() const;    // num_symbols() + (add_blank ? 1 : 0): the model's n_vocab
+  int64_t pad_id() const { return 0; }
+  int64_t blank_id() const;     // num_symbols() with add_blank, -1 otherwise
+  const std::string& symbol(int64_t id) const;  // "<blank>" for the blank; UserError if out of range
+  int64_t id_of(const std::string& symbol) const;  // -1 when absent
+  const std::vector<std::string>& symbols() const;
+  const TextOptions& options() const { return options_; }
+
+  // Characters (or "@X" ARPAbet / IPA symbols) dropped because they have no id, with counts,
+  // accumulated over all encode() calls since construction or reset_unknown().
+  std::map<std::string, int64_t> unknown_counts() const;
+  // One line naming each dropped symbol with its code point and count; "" when none.
+  std::string unknown_report() const;
+  void reset_unknown();
+
+ private:
+  TextOptions options_;
+  std::unique_ptr<SymbolTable> table_;
+  std::unique_ptr<CmuDict> dict_;
+  std::unique_ptr<Phonemizer> phonemizer_;
+  std::unique_ptr<UnknownCounter> unknown_;
+};
+
+}  // namespace monoflow::text
