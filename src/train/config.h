@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,8 @@ struct Config {
   ModelSection model;
   RunSection run;
   std::string source;  // the file it was read from, for messages
+  // Where each explicitly set key came from ("file.yaml:12" or "--set"), for messages.
+  std::map<std::string, std::string> origin;
 };
 
 }  // namespace monoflow::train

@@ -1,0 +1,233 @@
+// Configuration: defaults, the shipped ljspeech.yaml, overrides, and every kind of bad input
+// with the place its message names.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "common/error.h"
+#include "train/config_io.h"
+
+using monoflow::UserError;
+using namespace monoflow::train;
+
+namespace {
+
+std::string source_dir() {
+  const char* dir = std::getenv("MONOFLOW_SOURCE_DIR");
+  return dir ? dir : ".";
+}
+
+const char* kMinimal = "data:\n  dataset_dir: corpus\n";
+
+// The message of the UserError that parsing `yaml` (with overrides) throws; "" if none.
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_config(yaml, "test.yaml", overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ConfigDefaults, MatchTheOfficialBaseConfig) {
+  Config c;
+  EXPECT_EQ(c.train.seed, 1234);
+  EXPECT_EQ(c.train.batch_size, 32);
+  EXPECT_EQ(c.train.log_interval, 20);
+  EXPECT_EQ(c.train.warmup_steps, 4000);
+  EXPECT_DOUBLE_EQ(c.train.learning_rate, 1.0);
+  EXPECT_DOUBLE_EQ(c.train.betas[0], 0.9);
+  EXPECT_DOUBLE_EQ(c.train.betas[1], 0.98);
+  EXPECT_DOUBLE_EQ(c.train.eps, 1e-9);
+  EXPECT_TRUE(c.train.ddi);
+  EXPECT_TRUE(c.train.fp16_run);
+  EXPECT_EQ(c.data.sampling_rate, 22050);
+  EXPECT_EQ(c.data.filter_length, 1024);
+  EXPECT_EQ(c.data.hop_length, 256);
+  EXPECT_EQ(c.data.win_length, 1024);
+  EXPECT_EQ(c.data.n_mel_channels, 80);
+  EXPECT_DOUBLE_EQ(c.data.mel_fmax, 8000.0);
+  EXPECT_DOUBLE_EQ(c.data.max_wav_value, 32768.0);
+  EXPECT_EQ(c.data.text_cleaners, std::vector<std::string>{"english_cleaners"});
+  EXPECT_EQ(c.model.hidden_channels, 192);
+  EXPECT_EQ(c.model.filter_channels, 768);
+  EXPECT_EQ(c.model.filter_channels_dp, 256);
+  EXPECT_EQ(c.model.n_blocks_dec, 12);
+  EXPECT_EQ(c.model.n_layers_enc, 6);
+  EXPECT_EQ(c.model.n_heads, 2);
+  EXPECT_EQ(c.model.kernel_size_dec, 5);
+  EXPECT_EQ(c.model.n_block_layers, 4);
+  EXPECT_EQ(c.model.n_sqz, 2);
+  EXPECT_EQ(c.model.window_size, 4);
+  EXPECT_EQ(c.model.n_split, 4);
+  EXPECT_DOUBLE_EQ(c.model.p_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(c.model.p_dropout_dec, 0.05);
+  EXPECT_TRUE(c.model.mean_only);
+  EXPECT_TRUE(c.model.prenet);
+  EXPECT_DOUBLE_EQ(c.run.mas_neg_inf, -1e32);
+}
+
+TEST(ConfigFile, LjspeechYamlHoldsTheOfficialValues) {
+  Config file = load_config(source_dir() + "/configs/ljspeech.yaml");
+  Config defaults;
+  defaults.data.dataset_dir = file.data.dataset_dir;
+  defaults.train.checkpoint_interval = file.train.checkpoint_interval;
+  // Every official value in the file equals the official default of config.h.
+  EXPECT_EQ(to_yaml(file), to_yaml(defaults));
+  EXPECT_EQ(file.data.dataset_dir, "data/LJSpeech-1.1");
+  EXPECT_EQ(file.origin.at("train.batch_size"), source_dir() + "/configs/ljspeech.yaml:14");
+}
+
+TEST(ConfigFile, ReadsValuesOfEveryType) {
+  Config c = parse_config(
+      "train:\n  batch_size: 16\n  betas: [0.8, 0.99]\n  eps: 1e-8\n  ddi: false\n"
+      "data:\n  dataset_dir: corpus\n  text_cleaners: [basic_cleaners, transliteration_cleaners]\n"
+      "run:\n  align_backend: cuda-fast\n",
+      "t.yaml");
+  EXPECT_EQ(c.train.batch_size, 16);
+  EXPECT_DOUBLE_EQ(c.train.betas[0], 0.8);
+  EXPECT_DOUBLE_EQ(c.train.betas[1], 0.99);
+  EXPECT_DOUBLE_EQ(c.train.eps, 1e-8);
+  EXPECT_FALSE(c.train.ddi);
+  EXPECT_EQ(c.data.text_cleaners,
+            (std::vector<std::string>{"basic_cleaners", "transliteration_cleaners"}));
+  EXPECT_EQ(c.run.align_backend, "cuda-fast");
+  EXPECT_EQ(c.train.warmup_steps, 4000);  // untouched keys keep their defaults
+}
+
+TEST(ConfigFile, EmptySectionsAndFileKeepDefaults) {
+  Config c = parse_config("train:\ndata:\n  dataset_dir: x\n", "t.yaml");
+  EXPECT_EQ(c.train.batch_size, 32);
+}
+
+TEST(ConfigOverrides, ApplyInOrderAndRecordTheirOrigin) {
+  Config c = parse_config(kMinimal, "t.yaml",
+                          {"train.batch_size=16", "train.batch_size=8", "train.betas=[0.5, 0.6]",
+                           "data.cmudict_path=dict.txt", "run.device=cuda:1", "train.fp16_run=false"});
+  EXPECT_EQ(c.train.batch_size, 8);
+  EXPECT_DOUBLE_EQ(c.train.betas[0], 0.5);
+  EXPECT_EQ(c.data.cmudict_path, "dict.txt");
+  EXPECT_EQ(c.run.device, "cuda:1");
+  EXPECT_FALSE(c.train.fp16_run);
+  EXPECT_EQ(c.origin.at("train.batch_size"), "--set");
+}
+
+TEST(ConfigOverrides, CanSupplyTheDataset) {
+  Config c = parse_config("", "t.yaml", {"data.dataset_dir=/data/LJSpeech-1.1"});
+  EXPECT_EQ(c.data.dataset_dir, "/data/LJSpeech-1.1");
+}
+
+TEST(ConfigErrors, SyntaxErrorNamesTheLine) {
+  std::string m = error_of("data:\n  dataset_dir: x\ntrain:\n  batch_size: 4\n bad indent: 1\n");
+  EXPECT_EQ(m.rfind("test.yaml:5: ", 0), 0u) << m;
+  EXPECT_NE(m.find("YAML syntax error"), std::string::npos) << m;
+}
+
+TEST(ConfigErrors, UnknownKeyNamesFileLineKeyAndSuggests) {
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\ntrain:\n  seed: 1\n  batchsize: 16\n"),
+            "test.yaml:5: unknown key 'train.batchsize' (did you mean 'train.batch_size'?)");
+}
+
+TEST(ConfigErrors, UnknownSection) {
+  EXPECT_EQ(error_of("trian:\n  seed: 1\n"),
+            "test.yaml:1: unknown section 'trian' (expected train, data, model or run)");
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  EXPECT_EQ(error_of("train:\n  batch_size: 3.5\n"),
+            "test.yaml:2: train.batch_size: expected an integer, got '3.5'");
+  EXPECT_EQ(error_of("train:\n  ddi: yes\n"),
+            "test.yaml:2: train.ddi: expected true or false, got 'yes'");
+  EXPECT_EQ(error_of("train:\n  learning_rate: fast\n"),
+            "test.yaml:2: train.learning_rate: expected a finite number, got 'fast'");
+  EXPECT_EQ(error_of("train:\n  betas: 0.9\n"),
+            "test.yaml:2: train.betas: expected a pair of numbers, e.g. [0.9, 0.98]");
+  EXPECT_EQ(error_of("data:\n  text_cleaners: english_cleaners\n"),
+            "test.yaml:2: data.text_cleaners: expected a list of strings, e.g. [english_cleaners]");
+  EXPECT_EQ(error_of("model:\n  hidden_channels:\n    a: 1\n"),
+            "test.yaml:2: model.hidden_channels: expected an integer");
+}
+
+TEST(ConfigErrors, OutOfRangeValues) {
+  EXPECT_EQ(error_of("train:\n  batch_size: 0\n"),
+            "test.yaml:2: train.batch_size: must be > 0, got 0");
+  EXPECT_EQ(error_of("model:\n  p_dropout: 1.5\n"),
+            "test.yaml:2: model.p_dropout: must be in [0, 1), got 1.5");
+  EXPECT_EQ(error_of("train:\n  scheduler: linear\n"),
+            "test.yaml:2: train.scheduler: must be one of 'noam' 'constant', got 'linear'");
+  EXPECT_EQ(error_of("run:\n  align_backend: gpu\n"),
+            "test.yaml:2: run.align_backend: must be one of 'auto' 'cpu' 'cuda' 'cuda-fast', got 'gpu'");
+  EXPECT_EQ(error_of("run:\n  device: gpu0\n"),
+            "test.yaml:2: run.device: must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu0'");
+  EXPECT_EQ(error_of("train:\n  betas: [0.9, 1.2]\n"),
+            "test.yaml:2: train.betas: each beta must be in [0, 1)");
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  EXPECT_EQ(error_of("train:\n  seed: 1\n  seed: 2\n"), "test.yaml:3: train.seed: set twice");
+}
+
+TEST(ConfigErrors, CrossFieldChecksNameTheKeyAndItsLine) {
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  mel_fmax: 12000\n"),
+            "test.yaml:3: data.mel_fmax: must not exceed half of data.sampling_rate (11025 Hz)");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  win_length: 2048\n"),
+            "test.yaml:3: data.win_length: must not exceed data.filter_length (1024)");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\nmodel:\n  n_heads: 5\n"),
+            "test.yaml:4: model.n_heads: must divide model.hidden_channels (192)");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  n_speakers: 4\n"),
+            "test.yaml (default value): model.gin_channels: must be > 0 when data.n_speakers > 1 "
+            "(speaker embedding size)");
+  EXPECT_NE(error_of("train:\n  seed: 1\n").find("no training data"), std::string::npos);
+  // A value that is wrong only through an override is blamed on the override.
+  EXPECT_EQ(error_of(kMinimal, {"data.sampling_rate=8000"}),
+            "test.yaml (default value): data.mel_fmax: must not exceed half of data.sampling_rate "
+            "(4000 Hz)");
+  EXPECT_EQ(error_of(kMinimal, {"model.kernel_size=4"}),
+            "--set: model.kernel_size: must be odd (same-length convolution)");
+}
+
+TEST(ConfigErrors, BadOverrides) {
+  EXPECT_EQ(error_of(kMinimal, {"train.batch_size"}),
+            "--set train.batch_size: expected section.key=value, e.g. train.batch_size=16");
+  EXPECT_EQ(error_of(kMinimal, {"train.bach_size=3"}),
+            "--set train.bach_size: unknown key 'train.bach_size' (did you mean 'train.batch_size'?)");
+  EXPECT_EQ(error_of(kMinimal, {"train.batch_size=-1"}),
+            "--set train.batch_size: must be > 0, got -1");
+  EXPECT_NE(error_of(kMinimal, {"train.betas=[0.9"}).find("--set train.betas: cannot parse value"),
+            std::string::npos);
+}
+
+TEST(ConfigErrors, MissingFile) {
+  try {
+    load_config("/nonexistent/monoflow.yaml");
+    FAIL() << "no error";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), "/nonexistent/monoflow.yaml");
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+  }
+}
+
+TEST(ConfigPrint, ToYamlReadsBackToTheSameConfig) {
+  Config c = parse_config(kMinimal, "t.yaml",
+                          {"train.eps=1e-7", "train.betas=[0.8, 0.95]", "model.p_dropout=0.2",
+                           "data.text_cleaners=[basic_cleaners]", "run.mas_neg_inf=-1e30"});
+  const std::string printed = to_yaml(c);
+  EXPECT_NE(printed.find("eps: 1e-07"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("p_dropout: 0.2\n"), std::string::npos) << printed;
+  Config again = parse_config(printed, "printed.yaml");
+  EXPECT_EQ(to_yaml(again), printed);
+  EXPECT_DOUBLE_EQ(again.train.eps, 1e-7);
+  EXPECT_DOUBLE_EQ(again.run.mas_neg_inf, -1e30);
+}
+
+TEST(ConfigPrint, EveryKeyIsPrinted) {
+  const std::string printed = to_yaml(parse_config(kMinimal, "t.yaml"));
+  for (const auto& key : config_keys()) {
+    const std::string name = key.substr(key.find('.') + 1);
+    EXPECT_NE(printed.find("  " + name + ":"), std::string::npos) << key;
+  }
+  EXPECT_EQ(config_keys().size(), 74u);  // a new field in config.h needs its line in the schema
+}
