@@ -1,0 +1,107 @@
+#include "data/text/cmudict.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "data/text/symbols.h"
+#include "data/text/utf8.h"
+
+namespace monoflow::text {
+namespace {
+
+std::string latin1_to_utf8(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) out += utf8_encode(static_cast<char32_t>(c));
+  return out;
+}
+
+std::string upper_ascii(const std::string& s) {
+  std::string out = s;
+  for (auto& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+  return out;
+}
+
+// Removes every "(<digits>)", as the original's re.sub(r'\([0-9]+\)', '', word).
+std::string remove_alternative_marks(const std::string& word) {
+  std::string out;
+  size_t i = 0;
+  while (i < word.size()) {
+    if (word[i] == '(') {
+      size_t j = i + 1;
+      while (j < word.size() && word[j] >= '0' && word[j] <= '9') ++j;
+      if (j > i + 1 && j < word.size() && word[j] == ')') {
+        i = j + 1;
+        continue;
+      }
+    }
+    out.push_back(word[i]);
+    ++i;
+  }
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+CmuDict::CmuDict(const std::string& path) : path_(path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path, 0, "cannot open the CMUdict file (data.cmudict_path)");
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const char c0 = line[0];
+    if (!((c0 >= 'A' && c0 <= 'Z') || c0 == '\'')) continue;
+    const size_t sep = line.find("  ");
+    if (sep == std::string::npos) {
+      throw FileError(path, line_no,
+                      "CMUdict entry without a pronunciation: expected 'WORD  PH1 PH2 ...' "
+                      "(two spaces after the word)");
+    }
+    // The original takes the text between the first and the second double space.
+    const size_t next = line.find("  ", sep + 2);
+    const std::string pron_text =
+        trim(line.substr(sep + 2, next == std::string::npos ? std::string::npos : next - sep - 2));
+    std::istringstream parts(pron_text);
+    std::string part, pron;
+    bool valid = !pron_text.empty();
+    // Single spaces separate symbols; the original split(' ') makes an empty part (invalid) of
+    // any double space inside, which the find() above already excluded.
+    while (valid && std::getline(parts, part, ' ')) {
+      if (!is_arpabet_symbol(part)) valid = false;
+      pron += (pron.empty() ? "" : " ") + part;
+    }
+    if (!valid) {
+      ++skipped_;
+      continue;
+    }
+    entries_[latin1_to_utf8(remove_alternative_marks(line.substr(0, sep)))].push_back(pron);
+  }
+  if (in.bad()) throw FileError(path, line_no, "read error");
+  if (entries_.empty()) {
+    throw FileError(path, 0,
+                    "no CMUdict entries found (expected lines 'WORD  PH1 PH2 ...' with an "
+                    "upper-case word, two spaces and ARPAbet symbols, as cmudict-0.7b)");
+  }
+}
+
+const std::vector<std::string>* CmuDict::pronunciations(const std::string& word) const {
+  auto it = entries_.find(upper_ascii(word));
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+const std::string* CmuDict::lookup(const std::string& word) const {
+  const auto* prons = pronunciations(word);
+  return prons == nullptr ? nullptr : &prons->front();
+}
+
+}  // namespace monoflow::text
