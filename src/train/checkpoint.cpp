@@ -1,0 +1,253 @@
+#include "train/checkpoint.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "common/error.h"
+#include "train/atomic_file.h"
+
+namespace monoflow::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFormat = "monoflow-checkpoint";
+constexpr int64_t kVersion = 1;
+
+std::string shape_text(const torch::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+// "name shape" per parameter and buffer, one a line: what a compatible model must match.
+std::string model_signature(const torch::nn::Module& model) {
+  std::string out;
+  for (const auto& p : model.named_parameters(true)) out += "param " + p.key() + " " + shape_text(p.value()) + "\n";
+  for (const auto& b : model.named_buffers(true)) out += "buffer " + b.key() + " " + shape_text(b.value()) + "\n";
+  return out;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+torch::Tensor bytes_tensor(const std::string& s) {
+  auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
+  std::copy(s.begin(), s.end(), reinterpret_cast<char*>(t.data_ptr<uint8_t>()));
+  return t;
+}
+
+std::string tensor_bytes(const torch::Tensor& t) {
+  const auto c = t.to(torch::kCPU).contiguous();
+  return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), c.numel());
+}
+
+void write_string(torch::serialize::OutputArchive& a, const std::string& key, const std::string& v) {
+  a.write(key, bytes_tensor(v), /*is_buffer=*/true);
+}
+
+std::string read_string(torch::serialize::InputArchive& a, const std::string& key) {
+  torch::Tensor t;
+  a.read(key, t, /*is_buffer=*/true);
+  return tensor_bytes(t);
+}
+
+int64_t read_int(torch::serialize::InputArchive& a, const std::string& key) {
+  torch::Tensor t;
+  a.read(key, t, /*is_buffer=*/true);
+  return t.item<int64_t>();
+}
+
+const char* kWhatToDo =
+    "delete it (older checkpoints in the same folder are used instead) or pass --resume PATH "
+    "with another checkpoint";
+
+struct OpenedCheckpoint {
+  torch::serialize::InputArchive archive;
+  CheckpointState state;
+  std::string signature;
+};
+
+void open_checkpoint(const std::string& path, const torch::Device& device, OpenedCheckpoint& out) {
+  if (!fs::exists(path)) {
+    throw FileError(path, 0, "no such checkpoint; check the path, or drop --resume to start a new run");
+  }
+  try {
+    out.archive.load_from(path, device);
+  } catch (const c10::Error&) {
+    throw FileError(path, 0, std::string("corrupt or not a checkpoint (cannot read the archive); ") + kWhatToDo);
+  }
+  auto& a = out.archive;
+  auto& s = out.state;
+  bool ours = false;
+  try {
+    ours = read_string(a, "format") == kFormat;
+  } catch (const c10::Error&) {
+  }
+  if (!ours) throw FileError(path, 0, std::string("not a monoflow checkpoint (no format tag); ") + kWhatToDo);
+  try {
+    const int64_t version = read_int(a, "version");
+    if (version != kVersion) {
+      throw FileError(path, 0, "checkpoint format version " + std::to_string(version) +
+                                   " is not supported by this build (it reads version " +
+                                   std::to_string(kVersion) + "); use the monoflow version that wrote it");
+    }
+    s.step = read_int(a, "step");
+    s.epoch = read_int(a, "epoch");
+    s.nonfinite_total = read_int(a, "nonfinite_total");
+    s.scheduler = read_string(a, "scheduler");
+    s.loader_position = read_string(a, "loader_position");
+    s.config_yaml = read_string(a, "config_yaml");
+    out.signature = read_string(a, "model_signature");
+    torch::serialize::InputArchive rng;
+    a.read("rng", rng);
+    rng.read("cpu", s.rng.cpu, true);
+    const int64_t n_cuda = read_int(rng, "cuda_count");
+    for (int64_t i = 0; i < n_cuda; ++i) {
+      torch::Tensor t;
+      rng.read("cuda_" + std::to_string(i), t, true);
+      s.rng.cuda.push_back(t.to(torch::kCPU));
+    }
+    s.rng.cpu = s.rng.cpu.to(torch::kCPU);
+  } catch (const c10::Error&) {
+    throw FileError(path, 0, std::string("corrupt checkpoint (missing or unreadable entries); ") + kWhatToDo);
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_filename(int64_t step) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "ckpt_%09lld.pt", static_cast<long long>(step));
+  return buf;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() == 17 && name.rfind("ckpt_", 0) == 0 && name.substr(14) == ".pt" &&
+        std::all_of(name.begin() + 5, name.begin() + 14, ::isdigit)) {
+      out.push_back(entry.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());  // fixed-width step numbers sort by step
+  return out;
+}
+
+std::string newest_checkpoint(const std::string& dir) {
+  const auto all = list_checkpoints(dir);
+  return all.empty() ? std::string() : all.back();
+}
+
+void prune_checkpoints(const std::string& dir, int keep) {
+  const auto all = list_checkpoints(dir);
+  std::error_code ec;
+  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i], ec);
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // Leftovers of a writer killed mid-write (ours carry the writer's pid, never our own now).
+    if (is_temporary_file(name) && name.find("ckpt_") != std::string::npos &&
+        name.find(".tmp." + std::to_string(getpid())) == std::string::npos) {
+      fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+void save_checkpoint(const std::string& path, const torch::nn::Module& model,
+                     const torch::optim::Optimizer& optimizer, const CheckpointState& state) {
+  torch::NoGradGuard no_grad;
+  torch::serialize::OutputArchive a;
+  write_string(a, "format", kFormat);
+  a.write("version", torch::tensor(kVersion), true);
+  a.write("step", torch::tensor(state.step), true);
+  a.write("epoch", torch::tensor(state.epoch), true);
+  a.write("nonfinite_total", torch::tensor(state.nonfinite_total), true);
+  write_string(a, "scheduler", state.scheduler);
+  write_string(a, "loader_position", state.loader_position);
+  write_string(a, "config_yaml", state.config_yaml);
+  write_string(a, "model_signature", model_signature(model));
+
+  torch::serialize::OutputArchive weights;
+  for (const auto& p : model.named_parameters(true)) weights.write(p.key(), p.value());
+  for (const auto& b : model.named_buffers(true)) weights.write(b.key(), b.value(), true);
+  a.write("model", weights);
+
+  torch::serialize::OutputArchive opt;
+  optimizer.save(opt);
+  a.write("optimizer", opt);
+
+  torch::serialize::OutputArchive rng;
+  if (state.rng.cpu.defined()) rng.write("cpu", state.rng.cpu, true);
+  rng.write("cuda_count", torch::tensor(static_cast<int64_t>(state.rng.cuda.size())), true);
+  for (size_t i = 0; i < state.rng.cuda.size(); ++i) rng.write("cuda_" + std::to_string(i), state.rng.cuda[i], true);
+  a.write("rng", rng);
+
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  write_file_atomically(path, bytes.str());
+}
+
+CheckpointState read_checkpoint_state(const std::string& path) {
+  OpenedCheckpoint opened;
+  open_checkpoint(path, torch::kCPU, opened);
+  return opened.state;
+}
+
+CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
+                                torch::optim::Optimizer* optimizer) {
+  const auto params = model.named_parameters(true);
+  const torch::Device device = params.is_empty() ? torch::Device(torch::kCPU) : params.begin()->value().device();
+  OpenedCheckpoint opened;
+  open_checkpoint(path, device, opened);
+
+  const std::string expected = model_signature(model);
+  if (opened.signature != expected) {
+    const auto have = lines(opened.signature), want = lines(expected);
+    std::string detail;
+    for (size_t i = 0; i < std::max(have.size(), want.size()) && detail.empty(); ++i) {
+      const std::string h = i < have.size() ? have[i] : "(nothing)";
+      const std::string w = i < want.size() ? want[i] : "(nothing)";
+      if (h != w) detail = "the checkpoint has '" + h + "' where the model built from the config has '" + w + "'";
+    }
+    throw FileError(path, 0, "incompatible checkpoint: " + detail +
+                                 "; train with the config the checkpoint was made with (its snapshot "
+                                 "is config.yaml in the run directory) or start a new run directory");
+  }
+
+  torch::NoGradGuard no_grad;
+  try {
+    torch::serialize::InputArchive weights;
+    opened.archive.read("model", weights);
+    for (auto& p : model.named_parameters(true)) {
+      torch::Tensor t;
+      weights.read(p.key(), t);
+      p.value().copy_(t);
+    }
+    for (auto& b : model.named_buffers(true)) {
+      torch::Tensor t;
+      weights.read(b.key(), t, true);
+      b.value().copy_(t);
+    }
+    if (optimizer != nullptr) {
+      torch::serialize::InputArchive opt;
+      opened.archive.read("optimizer", opt);
+      optimizer->load(opt);
+    }
+  } catch (const c10::Error&) {
+    throw FileError(path, 0, std::string("corrupt checkpoint (weights or optimizer state unreadable); ") + kWhatToDo);
+  }
+  return opened.state;
+}
+
+}  // namespace monoflow::train

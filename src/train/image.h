@@ -1,0 +1,27 @@
+// Pictures for TensorBoard and the run directory: a 2-D tensor drawn as a false-colour
+// PNG (viridis-like palette, row 0 at the bottom as in the usual spectrogram/alignment plots).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace monoflow::train {
+
+struct Png {
+  std::string bytes;  // encoded PNG
+  int height = 0;
+  int width = 0;
+  int channels = 3;
+};
+
+// Min-max normalised over the tensor (a constant tensor maps to the palette's low end).
+Png render_heatmap(const torch::Tensor& values /*[H, W]*/);
+// Two heatmaps one above the other (e.g. target mel over generated mel), normalised jointly,
+// separated by a white line; widths may differ (the narrower is padded with the low end).
+Png render_stacked(const torch::Tensor& top, const torch::Tensor& bottom);
+// RGB bytes (row-major, top row first) to PNG.
+std::string encode_png(const uint8_t* rgb, int width, int height, int channels);
+void write_file(const std::string& path, const std::string& bytes);  // FileError on failure
+
+}  // namespace monoflow::train

@@ -1,0 +1,39 @@
+// The progress line: step, epoch, losses, learning rate, steps/s, MAS time and ETA.
+// On a terminal it is a live bar redrawn in place; otherwise (logs) one plain line per report.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace monoflow::train {
+
+struct ProgressInfo {
+  int64_t step = 0;
+  int64_t total_steps = 0;  // 0: unknown (no ETA, no bar)
+  int64_t epoch = 0;
+  double loss_mle = 0, loss_dur = 0;
+  double lr = 0;
+  double steps_per_s = 0;
+  double mas_ms = 0;
+  int64_t skipped = 0;  // non-finite steps so far
+};
+
+std::string format_eta(double seconds);  // "1h02m", "3m05s", "42s", "?"
+std::string format_progress(const ProgressInfo& p, bool with_bar);
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::FILE* stream);  // live when `stream` is a terminal
+  void update(const ProgressInfo& p);
+  void message(const std::string& text);      // a normal line that does not break the bar
+  void finish();
+  bool live() const { return live_; }
+
+ private:
+  std::FILE* stream_;
+  bool live_;
+  bool dirty_ = false;
+};
+
+}  // namespace monoflow::train
