@@ -1,0 +1,21 @@
+// Torch-side entry points of the CUDA backends (compiled only with MONOFLOW_HAS_CUDA).
+// Arguments are already checked by check_mas_arguments; logp is on a CUDA device.
+#pragma once
+
+#include <torch/types.h>
+
+#include "align/mas.h"
+
+namespace monoflow::align {
+
+bool cuda_device_present();
+
+// `cuda`: the Super-MAS scheme, in place on a float32 logp.
+MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_lengths,
+                            const torch::Tensor& mel_lengths, const MasOptions& options);
+
+// `cuda-fast`: decision bits, tiled warp-pipelined forward, run-length backtracking.
+MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor& text_lengths,
+                                 const torch::Tensor& mel_lengths, const MasOptions& options);
+
+}  // namespace monoflow::align
