@@ -9,24 +9,33 @@ if(MONOFLOW_DEPS_PREFIX)
   include_directories(SYSTEM "${MONOFLOW_DEPS_PREFIX}/usr/include")
 endif()
 
-# --- LibTorch, located through the Python package: torch.utils.cmake_prefix_path
-if(NOT Torch_DIR)
+# --- LibTorch, located through the Python package: torch.utils.cmake_prefix_path.
+# Asked once and cached (a re-configure must not lose it); -DTorch_DIR=... with
+# -DMONOFLOW_TORCH_CUDA=<version or empty> bypasses Python.
+if(NOT DEFINED CACHE{MONOFLOW_TORCH_CUDA})
   find_program(MONOFLOW_PYTHON NAMES python3 python
                HINTS "${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin" NO_DEFAULT_PATH)
   if(NOT MONOFLOW_PYTHON)
     find_program(MONOFLOW_PYTHON NAMES python3 python)
   endif()
   execute_process(
-    COMMAND "${MONOFLOW_PYTHON}" -c "import torch; print(torch.utils.cmake_prefix_path, end='')"
-    OUTPUT_VARIABLE MONOFLOW_TORCH_PREFIX RESULT_VARIABLE _torch_rc ERROR_QUIET)
+    COMMAND "${MONOFLOW_PYTHON}" -c
+            "import torch; print(torch.utils.cmake_prefix_path + ';' + (torch.version.cuda or ''), end='')"
+    OUTPUT_VARIABLE _torch_query RESULT_VARIABLE _torch_rc ERROR_QUIET)
   if(NOT _torch_rc EQUAL 0)
-    message(FATAL_ERROR "monoflow: '${MONOFLOW_PYTHON}' cannot import torch. Run scripts/setup.sh, "
-                        "or pass -DMONOFLOW_PYTHON=/path/to/python-with-torch or -DTorch_DIR=...")
+    if(NOT Torch_DIR)
+      message(FATAL_ERROR "monoflow: '${MONOFLOW_PYTHON}' cannot import torch. Run scripts/setup.sh, "
+                          "or pass -DMONOFLOW_PYTHON=/path/to/python-with-torch or -DTorch_DIR=...")
+    endif()
+    set(_torch_query ";")
   endif()
+  list(GET _torch_query 0 _prefix)
+  list(GET _torch_query 1 _cuda)
+  set(MONOFLOW_TORCH_PREFIX "${_prefix}" CACHE INTERNAL "torch.utils.cmake_prefix_path")
+  set(MONOFLOW_TORCH_CUDA "${_cuda}" CACHE INTERNAL "torch.version.cuda")
+endif()
+if(MONOFLOW_TORCH_PREFIX)
   list(APPEND CMAKE_PREFIX_PATH "${MONOFLOW_TORCH_PREFIX}")
-  execute_process(
-    COMMAND "${MONOFLOW_PYTHON}" -c "import torch; print(torch.version.cuda or '', end='')"
-    OUTPUT_VARIABLE MONOFLOW_TORCH_CUDA ERROR_QUIET)
 endif()
 
 # --- CUDA: on when asked for, nvcc exists and torch was built with CUDA.

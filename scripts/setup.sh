@@ -11,7 +11,7 @@ TORCH_VERSION=2.11.0
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv
   libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
-  espeak-ng libespeak-ng-dev)
+  espeak-ng libespeak-ng-dev libgloo-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
