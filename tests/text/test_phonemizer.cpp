@@ -67,10 +67,23 @@ TEST(Phonemizer, ConcurrentCallsAgree) {
   for (int m : mismatches) EXPECT_EQ(m, 0);
 }
 
+TEST(Phonemizer, VoiceByLanguageAndNoLanguageSwitchMarks) {
+  if (!espeak_compiled_in()) GTEST_SKIP() << "built without libespeak-ng";
+  // "en-gb" is a language, not a voice file name: found through the voice properties.
+  const std::string gb = Phonemizer("en-gb").phonemize("hello");
+  EXPECT_NE(gb.find("\xC9\x99\xCA\x8A"), std::string::npos) << gb;  // əʊ, British
+  const std::string us = Phonemizer("en-us").phonemize("hello");
+  EXPECT_NE(us.find("o\xCA\x8A"), std::string::npos) << us;           // oʊ, American
+  // French rules read "world" as English and espeak-ng marks the switch: "(en)...(fr)".
+  const std::string fr = Phonemizer("fr").phonemize("hello world");
+  EXPECT_FALSE(fr.empty());
+  EXPECT_EQ(fr.find('('), std::string::npos) << fr;
+}
+
 TEST(Phonemizer, UnknownVoiceIsAUserError) {
   if (!espeak_compiled_in()) GTEST_SKIP() << "built without libespeak-ng";
   TextOptions o = ipa_options();
-  o.espeak_voice = "no-such-voice";
+  o.espeak_voice = "xx-yy";  // neither a voice nor a language
   EXPECT_THROW(TextProcessor{o}, UserError);
   // A working voice still works afterwards.
   EXPECT_FALSE(TextProcessor(ipa_options()).encode("yes").empty());

@@ -29,7 +29,11 @@ void select_voice_locked(const std::string& voice) {
     g_initialised = true;
   }
   if (g_voice != voice) {
-    if (espeak_SetVoiceByName(voice.c_str()) != EE_OK) {
+    // A voice name or file ("en-us", "gmw/en"), else a language ("en-gb").
+    espeak_VOICE by_language{};
+    by_language.languages = voice.c_str();
+    if (espeak_SetVoiceByName(voice.c_str()) != EE_OK &&
+        espeak_SetVoiceByProperties(&by_language) != EE_OK) {
       g_voice.clear();
       throw UserError("espeak-ng has no voice '" + voice +
                       "' (data.espeak_voice); list them with: espeak-ng --voices");
@@ -44,6 +48,25 @@ std::string trim_spaces(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// espeak-ng marks a switch to another language's rules inside the output, "(en)wˈɜːld(fr)":
+// the marks are removed (kept punctuation never reaches espeak-ng, so no "(" is the text's).
+std::string remove_language_marks(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] == '(') {
+      const size_t close = s.find(')', i);
+      if (close != std::string::npos) {
+        i = close + 1;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+    ++i;
+  }
+  return out;
+}
+
 // Phonemes of a piece of text without kept punctuation; clauses joined by one space.
 std::string phonemize_piece_locked(const std::string& utf8) {
   std::string out;
@@ -51,7 +74,7 @@ std::string phonemize_piece_locked(const std::string& utf8) {
   while (ptr != nullptr) {
     const char* ph = espeak_TextToPhonemes(&ptr, espeakCHARS_UTF8, espeakPHONEMES_IPA);
     if (ph == nullptr) break;
-    const std::string piece = trim_spaces(ph);
+    const std::string piece = trim_spaces(remove_language_marks(ph));
     if (piece.empty()) continue;
     if (!out.empty()) out += ' ';
     out += piece;
