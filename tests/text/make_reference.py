@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Writes tests/data/fixtures/text/english_cleaners_reference.tsv: inputs and what the original
-Glow-TTS english_cleaners makes of them, computed with the packages the original used
-(inflect for numbers, unidecode for transliteration). test_text compares monoflow's C++
-cleaners against every line.
+"""Writes two reference files under tests/data/fixtures/text/, computed with the packages the
+original Glow-TTS text pipeline used (inflect for numbers, unidecode for transliteration):
+  english_cleaners_reference.tsv   input<TAB>english_cleaners output
+  text_to_sequence_reference.tsv   dictionary(0|1)<TAB>input<TAB>ids (the original
+                                   text_to_sequence, 148 symbols, tiny_cmudict.txt when 1)
+test_text compares monoflow's C++ front-end against every line.
 
 Run once by hand (not part of the build):
     python3 -m venv /tmp/ref && /tmp/ref/bin/pip install inflect unidecode
@@ -81,6 +83,71 @@ def english_cleaners(text):
     return re.sub(r"\s+", " ", text)
 
 
+ARPABET = ("AA AA0 AA1 AA2 AE AE0 AE1 AE2 AH AH0 AH1 AH2 AO AO0 AO1 AO2 AW AW0 AW1 AW2 AY AY0 "
+           "AY1 AY2 B CH D DH EH EH0 EH1 EH2 ER ER0 ER1 ER2 EY EY0 EY1 EY2 F G HH IH IH0 IH1 "
+           "IH2 IY IY0 IY1 IY2 JH K L M N NG OW OW0 OW1 OW2 OY OY0 OY1 OY2 P R S SH T TH UH UH0 "
+           "UH1 UH2 UW UW0 UW1 UW2 V W Y Z ZH").split()
+SYMBOLS = (["_", "-"] + list("!'(),.:;? ") +
+           list("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") +
+           ["@" + a for a in ARPABET])
+SYMBOL_ID = {s: i for i, s in enumerate(SYMBOLS)}
+
+
+def read_cmudict(path):
+    entries = {}
+    with open(path, encoding="latin-1") as f:
+        for line in f:
+            if line and ("A" <= line[0] <= "Z" or line[0] == "'"):
+                parts = line.split("  ")
+                word = re.sub(r"\([0-9]+\)", "", parts[0])
+                pron = parts[1].strip().split(" ")
+                if all(p in ARPABET for p in pron):
+                    entries.setdefault(word, []).append(" ".join(pron))
+    return entries
+
+
+def symbol_ids(text):
+    return [SYMBOL_ID[c] for c in text if c in SYMBOL_ID and c not in ("_", "~")]
+
+
+def arpabet_ids(text):
+    return symbol_ids(["@" + p for p in text.split()])
+
+
+def text_to_sequence(text, dictionary):
+    seq = []
+    space = symbol_ids(" ")
+    while len(text):
+        m = re.match(r"(.*?)\{(.+?)\}(.*)", text)
+        if not m:
+            clean = english_cleaners(text)
+            if dictionary is not None:
+                for word in clean.split(" "):
+                    pron = dictionary.get(word.upper())
+                    seq += arpabet_ids(pron[0]) if pron else symbol_ids(word)
+                    seq += space
+            else:
+                seq += symbol_ids(clean)
+            break
+        seq += symbol_ids(english_cleaners(m.group(1)))
+        seq += arpabet_ids(m.group(2))
+        text = m.group(3)
+    if dictionary is not None and seq and seq[-1] == space[0]:
+        seq = seq[:-1]
+    return seq
+
+
+SENTENCES = [
+    "Hello world", "Hello, world.", "hello   WORLD the cat", "The cat read the world.",
+    "Turn left on {HH AW1 S T AH0 N} Street.", "{K AE1 T} and {DH AH0} hello",
+    "a {HH AW1} b {XX9 K} c", "the {} cat", "no closing {brace here", "{HH AH0 L OW1}",
+    "Dr. Smith read 2 books in 1999; 'tis the 21st time!", "under_score and ~tilde # hash",
+    "caf\u00e9 na\u00efve \u201cquoted\u201d \u2014 the end", "  leading and trailing  ",
+    "What? Really!? (Yes: really.)", "'tis the cat's hat", "HELLO hello Hello hElLo",
+    "$3.50 for the cat", "It cost \u00a35, the world said.",
+]
+
+
 def inputs():
     rng = random.Random(1234)
     out = [str(n) for n in range(0, 130)]
@@ -116,6 +183,16 @@ def main():
         f.write("# input<TAB>original english_cleaners output; made by tests/text/make_reference.py\n")
         for text in inputs():
             f.write(f"{text}\t{english_cleaners(text)}\n")
+    print(path)
+    dictionary = read_cmudict(os.path.join(here, "..", "data", "fixtures", "text", "tiny_cmudict.txt"))
+    path = os.path.join(here, "..", "data", "fixtures", "text", "text_to_sequence_reference.tsv")
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write("# dictionary<TAB>input<TAB>ids of the original text_to_sequence; "
+                "made by tests/text/make_reference.py\n")
+        for use_dict in (0, 1):
+            for text in SENTENCES:
+                ids = text_to_sequence(text, dictionary if use_dict else None)
+                f.write(f"{use_dict}\t{text}\t{','.join(map(str, ids))}\n")
     print(path)
 
 

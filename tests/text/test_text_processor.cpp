@@ -45,6 +45,7 @@ TEST(TextProcessor, BlankIsInterspersedEverywhere) {
   EXPECT_EQ(tp.symbol(148), "<blank>");
   EXPECT_EQ(tp.id_of("<blank>"), 148);
   EXPECT_EQ(tp.decode(tp.encode("ab")), "ab");
+  EXPECT_EQ(tp.describe(), "text: english symbols (148 + blank), cleaners [english_cleaners]");
   EXPECT_EQ(tp.tokens("a b"), (std::vector<std::string>{"<blank>", "a", "<blank>", " ",
                                                         "<blank>", "b", "<blank>"}));
 }
@@ -74,6 +75,8 @@ TEST(TextProcessor, CmudictReplacesBareWordsOnly) {
   EXPECT_EQ(tp.encode("cat dog"), (Ids{116, 70, 133, 11, 41, 52, 44}));
   // Curly braces still pass through.
   EXPECT_EQ(tp.encode("{K AE1 T}"), (Ids{116, 70, 133}));
+  EXPECT_EQ(tp.describe(), "text: english symbols (148), cleaners [english_cleaners], cmudict " +
+                               fixture("tiny_cmudict.txt") + " (6 words)");
 }
 
 TEST(TextProcessor, UnknownCharactersAreDroppedCountedAndReported) {

@@ -36,7 +36,7 @@ void select_voice_locked(const std::string& voice) {
         espeak_SetVoiceByProperties(&by_language) != EE_OK) {
       g_voice.clear();
       throw UserError("espeak-ng has no voice '" + voice +
-                      "' (data.espeak_voice); list them with: espeak-ng --voices");
+                      "' (neither a voice nor a language); list them with: espeak-ng --voices");
     }
     g_voice = voice;
   }

@@ -53,7 +53,7 @@ class Encoder {
     }
     if (error_) {
       throw UserError("text: no symbol for " + describe_symbol(s) + " in the " + set_name_ +
-                      " symbol set (set data.error_on_unknown off to drop and count them)");
+                      " symbol set");
     }
     ++dropped[s];
   }
@@ -208,6 +208,19 @@ std::string TextProcessor::decode(const std::vector<int64_t>& ids) const {
     }
   }
   return merged;
+}
+
+std::string TextProcessor::describe() const {
+  std::string cleaners;
+  for (const auto& c : options_.cleaners) cleaners += (cleaners.empty() ? "" : ",") + c;
+  std::string out = "text: " + options_.symbols + " symbols (" + std::to_string(num_symbols()) +
+                    (options_.add_blank ? " + blank" : "") + "), cleaners [" + cleaners + "]";
+  if (dict_) {
+    out += ", cmudict " + dict_->path() + " (" + std::to_string(dict_->size()) + " words)";
+  }
+  if (phonemizer_) out += ", espeak-ng voice " + phonemizer_->voice();
+  if (options_.add_space) out += ", add_space";
+  return out;
 }
 
 size_t TextProcessor::num_symbols() const { return table_->size(); }

@@ -5,6 +5,9 @@
 //   int64_t n_vocab = tp.vocab_size();       // the model's n_vocab
 //   ... after a pass over the corpus: if (!tp.unknown_report().empty()) warn(tp.unknown_report());
 //
+// Config mapping (src/train/config.h, data section): text_cleaners -> cleaners, symbols,
+// cmudict_path, add_space, add_blank.
+//
 // Behaviour follows the original Glow-TTS / keithito text pipeline (text_to_sequence with
 // cleaners, optional CMUdict, curly-brace ARPAbet, add_space, add_blank). Encoding is const and
 // thread-safe: several loader threads may share one TextProcessor.
@@ -65,6 +68,8 @@ class TextProcessor {
   int64_t id_of(const std::string& symbol) const;  // -1 when absent
   const std::vector<std::string>& symbols() const;
   const TextOptions& options() const { return options_; }
+  // One line for logs: symbol set and size, blank, cleaners, dictionary, voice.
+  std::string describe() const;
 
   // Characters (or "@X" ARPAbet / IPA symbols) dropped because they have no id, with counts,
   // accumulated over all encode() calls since construction or reset_unknown().
