@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run ON THE GPU MACHINE, in one device call:
-#   [TARGETS="a b"] [CTEST_REGEX=re] scripts/gpu.sh [quick]   builds with CUDA against the machine's torch, runs the CUDA test
+#   [TARGETS="a b"] [CTEST_REGEX=re] [CTEST_TIMEOUT=s] scripts/gpu.sh [quick]   builds with CUDA against the machine's torch, runs the CUDA test
 #                            suites and the benchmarks, and prints a short table last.
 # Prepare here first with scripts/gpu-deps.sh; the call carries .deps/root. Results go to $OUT.
 set -uo pipefail
@@ -20,7 +20,7 @@ cmake --build "$BUILD" -j 16 ${TARGETS:+--target $TARGETS} > "$OUT/build.log" 2>
 echo "build: ok"
 
 # CUDA suites (and everything else) on the GPU
-ctest --test-dir "$BUILD" --output-on-failure -j 4 ${CTEST_REGEX:+-R "$CTEST_REGEX"} > "$OUT/ctest.log" 2>&1; rc=$?
+ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout "${CTEST_TIMEOUT:-900}" ${CTEST_REGEX:+-R "$CTEST_REGEX"} > "$OUT/ctest.log" 2>&1; rc=$?
 tail -5 "$OUT/ctest.log"
 
 # Benchmarks: each writes CSV to $OUT (added by the folders that own them)

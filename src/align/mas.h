@@ -22,6 +22,7 @@ struct MasOptions {
   bool want_path = true;       // dense [B,T,S] path
   torch::Dtype path_dtype = torch::kFloat32;
   bool want_durations = true;  // [B,T] int32 frames per token (0 on padded tokens)
+  int fast_rows_per_lane = 0;  // cuda-fast tuning: text rows per GPU lane, 4 or 8; 0 = by shape
 };
 
 struct MasResult {

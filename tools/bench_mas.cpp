@@ -1,0 +1,224 @@
+// bench_mas: the MAS grid of shared/DESIGN.md (float32 logp ~ N(0,1) on the GPU, S = 4T,
+// B in {16, 32}, T in {128, ..., 2048}, full lengths, plus one random-lengths run), a
+// training-batch point (LJSpeech-shaped lengths), and cuda-fast variants. Median ms per
+// backend; the cpu backend is timed with its host/device copies. Prints a table and CSV
+// (backend,B,T,S,ms); variants and special runs carry a [tag] in the backend column.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include "align/mas.h"
+#include "common/error.h"
+
+namespace {
+
+using monoflow::align::Backend;
+using monoflow::align::MasOptions;
+
+struct Args {
+  std::vector<std::string> backends = {"cpu", "cuda", "cuda-fast"};
+  std::string csv;
+  int repeats = 10;
+  int cpu_max_text = 2048;  // the cpu backend runs T <= this
+  bool quick = false;       // B=16, T <= 512 only
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw monoflow::UserError("bench_mas: " + arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--backends") {
+      a.backends.clear();
+      std::stringstream list(value());
+      for (std::string b; std::getline(list, b, ',');) {
+        monoflow::align::parse_backend(b);
+        a.backends.push_back(b);
+      }
+    } else if (arg == "--csv") {
+      a.csv = value();
+    } else if (arg == "--repeats") {
+      a.repeats = std::max(1, std::stoi(value()));
+    } else if (arg == "--cpu-max-text") {
+      a.cpu_max_text = std::stoi(value());
+    } else if (arg == "--quick") {
+      a.quick = true;
+    } else {
+      throw monoflow::UserError("bench_mas: unknown argument '" + arg +
+                                "'; use --backends cpu,cuda,cuda-fast --csv FILE --repeats N "
+                                "--cpu-max-text T --quick");
+    }
+  }
+  return a;
+}
+
+struct Input {
+  torch::Tensor logp, text_lengths, mel_lengths;  // logp on the GPU, lengths on the GPU
+};
+
+Input full_input(int64_t batch, int64_t text, int64_t mel) {
+  Input in;
+  in.logp = torch::randn({batch, text, mel}, torch::dtype(torch::kFloat32).device(torch::kCUDA));
+  in.text_lengths = torch::full({batch}, text, torch::dtype(torch::kInt64).device(torch::kCUDA));
+  in.mel_lengths = torch::full({batch}, mel, torch::dtype(torch::kInt64).device(torch::kCUDA));
+  return in;
+}
+
+// Random lengths: text uniform in [T/2, T], mel = max(text, round(S * U(0.5, 1))).
+Input random_length_input(int64_t batch, int64_t text, int64_t mel) {
+  Input in = full_input(batch, text, mel);
+  torch::Tensor t = torch::randint(text / 2, text + 1, {batch}, torch::kInt64);
+  torch::Tensor s = torch::round((torch::rand({batch}, torch::kFloat64) * 0.5 + 0.5) * mel).to(torch::kInt64);
+  s = torch::maximum(s, t).clamp_max(mel);
+  in.text_lengths = t.cuda();
+  in.mel_lengths = s.cuda();
+  return in;
+}
+
+// LJSpeech-shaped batch (shared/DESIGN.md, training step): text lengths uniform in
+// [60, 180], mel = round(text * 5.6 * U(0.85, 1.15)) capped at 1000.
+Input training_input(int64_t batch) {
+  torch::Tensor t = torch::randint(60, 181, {batch}, torch::kInt64);
+  torch::Tensor s = torch::round(t.to(torch::kFloat64) * 5.6 *
+                                 (torch::rand({batch}, torch::kFloat64) * 0.3 + 0.85))
+                        .to(torch::kInt64)
+                        .clamp_max(1000);
+  Input in = full_input(batch, t.max().item<int64_t>(), s.max().item<int64_t>());
+  in.text_lengths = t.cuda();
+  in.mel_lengths = s.cuda();
+  return in;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median wall milliseconds of maximum_path, GPU synchronised around each call. `cuda`
+// works in place, so every call gets a fresh copy of logp, made outside the timing.
+double time_backend(const Input& in, MasOptions options, int repeats, int warmup,
+                    torch::Tensor* durations) {
+  torch::Tensor work = in.logp.clone();
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + repeats; ++i) {
+    work.copy_(in.logp);
+    torch::cuda::synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    auto result = monoflow::align::maximum_path(work, in.text_lengths, in.mel_lengths, options);
+    torch::cuda::synchronize();
+    const auto stop = std::chrono::steady_clock::now();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    if (durations) *durations = result.durations;
+  }
+  return median(ms);
+}
+
+struct Row {
+  std::string backend;
+  int64_t batch, text, mel;
+  double ms;
+  std::string note;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args args = parse(argc, argv);
+  if (!torch::cuda::is_available()) {
+    std::fprintf(stderr, "bench_mas: no CUDA device; the grid is specified on the GPU\n");
+    return 1;
+  }
+  torch::manual_seed(1234);
+  std::vector<Row> rows;
+
+  auto bench_point = [&](const std::string& tag, const Input& in, int64_t batch, int64_t text,
+                         int64_t mel) {
+    torch::Tensor reference;  // durations of the first backend run, to check agreement
+    for (const std::string& name : args.backends) {
+      const Backend backend = monoflow::align::parse_backend(name);
+      if (!monoflow::align::backend_available(backend)) continue;
+      const bool is_cpu = backend == Backend::kCpu;
+      if (is_cpu && text > args.cpu_max_text) continue;
+      MasOptions o;
+      o.backend = backend;
+      // The cpu backend costs seconds at the largest points: fewer repeats there.
+      const int64_t cells = batch * text * mel;
+      const int repeats = is_cpu ? (cells > (1LL << 28) ? 1 : 3) : args.repeats;
+      const int warmup = is_cpu ? (cells > (1LL << 28) ? 0 : 1) : 2;
+      torch::Tensor durations;
+      const double ms = time_backend(in, o, repeats, warmup, &durations);
+      std::string note;
+      if (!reference.defined()) {
+        reference = durations;
+      } else {
+        note = torch::equal(durations, reference) ? "same" : "DIFFERENT";
+      }
+      rows.push_back({tag.empty() ? name : name + "[" + tag + "]", batch, text, mel, ms, note});
+      std::fprintf(stderr, "  %-32s B=%-3lld T=%-5lld S=%-6lld %10.3f ms %s\n",
+                   rows.back().backend.c_str(), (long long)batch, (long long)text,
+                   (long long)mel, ms, note.c_str());
+      if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
+        for (int k : {4, 8}) {
+          o.fast_rows_per_lane = k;
+          const double vms = time_backend(in, o, repeats, warmup, &durations);
+          rows.push_back({name + "[" + (tag.empty() ? "" : tag + ",") + "K" + std::to_string(k) + "]",
+                          batch, text, mel, vms,
+                          torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+        }
+        o.fast_rows_per_lane = 0;
+        o.want_path = false;
+        const double dms = time_backend(in, o, repeats, warmup, &durations);
+        rows.push_back({name + "[" + (tag.empty() ? "" : tag + ",") + "durations-only]", batch,
+                        text, mel, dms, torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+      }
+    }
+  };
+
+  const std::vector<int64_t> batches = args.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 32};
+  const std::vector<int64_t> texts =
+      args.quick ? std::vector<int64_t>{128, 256, 512} : std::vector<int64_t>{128, 256, 512, 1024, 2048};
+  for (int64_t batch : batches) {
+    for (int64_t text : texts) {
+      const Input in = full_input(batch, text, 4 * text);
+      bench_point("", in, batch, text, 4 * text);
+    }
+  }
+  {
+    const int64_t batch = args.quick ? 16 : 32, text = args.quick ? 512 : 2048;
+    const Input in = random_length_input(batch, text, 4 * text);
+    bench_point("random-lengths", in, batch, text, 4 * text);
+  }
+  {
+    const Input in = training_input(32);
+    bench_point("training-batch", in, 32, in.logp.size(1), in.logp.size(2));
+  }
+
+  std::printf("\n%-40s %4s %6s %7s %12s  %s\n", "backend", "B", "T", "S", "median ms", "paths");
+  for (const Row& r : rows) {
+    std::printf("%-40s %4lld %6lld %7lld %12.3f  %s\n", r.backend.c_str(), (long long)r.batch,
+                (long long)r.text, (long long)r.mel, r.ms, r.note.c_str());
+  }
+  std::ostringstream csv;
+  csv << "backend,B,T,S,ms\n";
+  for (const Row& r : rows) {
+    csv << r.backend << "," << r.batch << "," << r.text << "," << r.mel << "," << r.ms << "\n";
+  }
+  std::printf("\n%s", csv.str().c_str());
+  if (!args.csv.empty()) std::ofstream(args.csv) << csv.str();
+  bool agree = true;
+  for (const Row& r : rows) agree = agree && r.note != "DIFFERENT";
+  return agree ? 0 : 2;
+} catch (const monoflow::UserError& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}
