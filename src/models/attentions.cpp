@@ -1,0 +1,145 @@
+#include "models/attentions.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace monoflow::models {
+
+namespace F = torch::nn::functional;
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t channels, int64_t out_channels, int64_t n_heads,
+                                               int64_t window_size, double p_dropout, int64_t block_length)
+    : channels_(channels),
+      n_heads_(n_heads),
+      k_channels_(channels / n_heads),
+      window_size_(window_size),
+      block_length_(block_length),
+      p_dropout_(p_dropout) {
+  TORCH_CHECK(channels % n_heads == 0, "MultiHeadAttention: channels not divisible by n_heads");
+  conv_q = register_module("conv_q", torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, channels, 1)));
+  conv_k = register_module("conv_k", torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, channels, 1)));
+  conv_v = register_module("conv_v", torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, channels, 1)));
+  if (window_size > 0) {
+    const double rel_stddev = std::pow(static_cast<double>(k_channels_), -0.5);
+    // heads share one set of relative embeddings, as in the original (heads_share=True)
+    emb_rel_k = register_parameter("emb_rel_k", torch::randn({1, window_size * 2 + 1, k_channels_}) * rel_stddev);
+    emb_rel_v = register_parameter("emb_rel_v", torch::randn({1, window_size * 2 + 1, k_channels_}) * rel_stddev);
+  }
+  conv_o = register_module("conv_o", torch::nn::Conv1d(torch::nn::Conv1dOptions(channels, out_channels, 1)));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::xavier_uniform_(conv_q->weight);
+  torch::nn::init::xavier_uniform_(conv_k->weight);
+  torch::nn::init::xavier_uniform_(conv_v->weight);
+}
+
+torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& c,
+                                              const torch::Tensor& attn_mask) {
+  auto q = conv_q->forward(x);
+  auto k = conv_k->forward(c);
+  auto v = conv_v->forward(c);
+  return conv_o->forward(attention(q, k, v, attn_mask));
+}
+
+torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& emb, int64_t length) const {
+  const int64_t pad_length = std::max<int64_t>(length - (window_size_ + 1), 0);
+  const int64_t slice_start = std::max<int64_t>((window_size_ + 1) - length, 0);
+  const int64_t slice_end = slice_start + 2 * length - 1;
+  auto padded = pad_length > 0 ? F::pad(emb, F::PadFuncOptions({0, 0, pad_length, pad_length})) : emb;
+  return padded.slice(1, slice_start, slice_end);
+}
+
+torch::Tensor MultiHeadAttentionImpl::relative_to_absolute(const torch::Tensor& x_in) {
+  const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
+  auto x = F::pad(x_in, F::PadFuncOptions({0, 1}));  // [b,h,l,2l]
+  auto flat = F::pad(x.reshape({b, h, l * 2 * l}), F::PadFuncOptions({0, l - 1}));
+  return flat.view({b, h, l + 1, 2 * l - 1}).slice(2, 0, l).slice(3, l - 1);
+}
+
+torch::Tensor MultiHeadAttentionImpl::absolute_to_relative(const torch::Tensor& x_in) {
+  const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
+  auto x = F::pad(x_in, F::PadFuncOptions({0, l - 1}));  // [b,h,l,2l-1]
+  auto flat = F::pad(x.reshape({b, h, l * l + l * (l - 1)}), F::PadFuncOptions({l, 0}));
+  return flat.view({b, h, l, 2 * l}).slice(3, 1);
+}
+
+torch::Tensor MultiHeadAttentionImpl::attention(torch::Tensor query, torch::Tensor key, torch::Tensor value,
+                                                const torch::Tensor& mask) {
+  const int64_t b = key.size(0), d = key.size(1), t_s = key.size(2), t_t = query.size(2);
+  query = query.view({b, n_heads_, k_channels_, t_t}).transpose(2, 3);
+  key = key.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
+  value = value.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
+  const double scale = std::sqrt(static_cast<double>(k_channels_));
+
+  auto scores = torch::matmul(query, key.transpose(-2, -1)) / scale;
+  if (window_size_ > 0) {
+    TORCH_CHECK(t_s == t_t, "relative attention is only available for self-attention");
+    auto key_rel = relative_embeddings(emb_rel_k, t_s);                                  // [1, 2l-1, d]
+    auto rel_logits = torch::matmul(query, key_rel.unsqueeze(0).transpose(-2, -1));      // [b,h,l,2l-1]
+    scores = scores + relative_to_absolute(rel_logits) / scale;
+  }
+  if (mask.defined()) {
+    scores = scores.masked_fill(mask == 0, -1e4);
+    if (block_length_ > 0) {
+      auto block_mask = torch::ones_like(scores).triu(-block_length_).tril(block_length_);
+      scores = scores * block_mask + -1e4 * (1 - block_mask);
+    }
+  }
+  auto p_attn = torch::softmax(scores, -1);  // [b,h,t_t,t_s]
+  p_attn = torch::dropout(p_attn, p_dropout_, is_training());
+  auto output = torch::matmul(p_attn, value);
+  if (window_size_ > 0) {
+    auto value_rel = relative_embeddings(emb_rel_v, t_s);
+    output = output + torch::matmul(absolute_to_relative(p_attn), value_rel.unsqueeze(0));
+  }
+  return output.transpose(2, 3).contiguous().view({b, d, t_t});
+}
+
+// ---------------------------------------------------------------------------------------------
+FFNImpl::FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_channels, int64_t kernel_size,
+                 double p_dropout)
+    : p_dropout_(p_dropout) {
+  conv_1 = register_module("conv_1", torch::nn::Conv1d(torch::nn::Conv1dOptions(in_channels, filter_channels, kernel_size)
+                                                           .padding(kernel_size / 2)));
+  conv_2 = register_module("conv_2", torch::nn::Conv1d(torch::nn::Conv1dOptions(filter_channels, out_channels, kernel_size)
+                                                           .padding(kernel_size / 2)));
+}
+
+torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask) {
+  auto y = torch::relu(conv_1->forward(x * x_mask));
+  y = torch::dropout(y, p_dropout_, is_training());
+  return conv_2->forward(y * x_mask) * x_mask;
+}
+
+// ---------------------------------------------------------------------------------------------
+AttentionEncoderImpl::AttentionEncoderImpl(int64_t hidden_channels, int64_t filter_channels, int64_t n_heads,
+                                           int64_t n_layers, int64_t kernel_size, double p_dropout,
+                                           int64_t window_size, int64_t block_length)
+    : n_layers_(n_layers), p_dropout_(p_dropout) {
+  attn_layers = register_module("attn_layers", torch::nn::ModuleList());
+  norm_layers_1 = register_module("norm_layers_1", torch::nn::ModuleList());
+  ffn_layers = register_module("ffn_layers", torch::nn::ModuleList());
+  norm_layers_2 = register_module("norm_layers_2", torch::nn::ModuleList());
+  for (int64_t i = 0; i < n_layers; ++i) {
+    attn_layers->push_back(
+        MultiHeadAttention(hidden_channels, hidden_channels, n_heads, window_size, p_dropout, block_length));
+    norm_layers_1->push_back(LayerNorm(hidden_channels));
+    ffn_layers->push_back(FFN(hidden_channels, hidden_channels, filter_channels, kernel_size, p_dropout));
+    norm_layers_2->push_back(LayerNorm(hidden_channels));
+  }
+}
+
+torch::Tensor AttentionEncoderImpl::forward(torch::Tensor x, const torch::Tensor& x_mask) {
+  auto attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1);  // [B,1,T,T]
+  for (int64_t i = 0; i < n_layers_; ++i) {
+    x = x * x_mask;
+    auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask);
+    y = torch::dropout(y, p_dropout_, is_training());
+    x = norm_layers_1[i]->as<LayerNorm>()->forward(x + y);
+    y = ffn_layers[i]->as<FFN>()->forward(x, x_mask);
+    y = torch::dropout(y, p_dropout_, is_training());
+    x = norm_layers_2[i]->as<LayerNorm>()->forward(x + y);
+  }
+  return x * x_mask;
+}
+
+}  // namespace monoflow::models

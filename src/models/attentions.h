@@ -1,0 +1,65 @@
+// The transformer part of the text encoder, after the official attentions.py: multi-head
+// self-attention with relative position representations (shared key/value embeddings over a
+// window of +-window_size, as in Shaw et al.), the convolutional FFN and the layer stack.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "models/modules.h"
+
+namespace monoflow::models {
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  // window_size 0: no relative positions; block_length 0: no block mask.
+  MultiHeadAttentionImpl(int64_t channels, int64_t out_channels, int64_t n_heads, int64_t window_size = 0,
+                         double p_dropout = 0.0, int64_t block_length = 0);
+  // x, c: [B, channels, T]; attn_mask: [B, 1, T, T] (1 inside). Returns [B, out_channels, T].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& attn_mask = {});
+  torch::Tensor emb_rel_k, emb_rel_v;  // [1, 2*window+1, channels/n_heads]
+
+  // The relative-position index shuffles (exposed for tests).
+  // [b,h,l,2l-1] relative logits -> [b,h,l,l] absolute.
+  static torch::Tensor relative_to_absolute(const torch::Tensor& x);
+  // [b,h,l,l] absolute weights -> [b,h,l,2l-1] relative.
+  static torch::Tensor absolute_to_relative(const torch::Tensor& x);
+  // Embeddings for relative positions -(length-1)..(length-1): [1, 2*length-1, d]; zero beyond the window.
+  torch::Tensor relative_embeddings(const torch::Tensor& emb, int64_t length) const;
+
+ private:
+  torch::Tensor attention(torch::Tensor query, torch::Tensor key, torch::Tensor value, const torch::Tensor& mask);
+  int64_t channels_, n_heads_, k_channels_, window_size_, block_length_;
+  double p_dropout_;
+  torch::nn::Conv1d conv_q{nullptr}, conv_k{nullptr}, conv_v{nullptr}, conv_o{nullptr};
+};
+TORCH_MODULE(MultiHeadAttention);
+
+// conv(kernel) -> relu -> dropout -> conv(kernel), masked before each conv and at the end.
+class FFNImpl : public torch::nn::Module {
+ public:
+  FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_channels, int64_t kernel_size,
+          double p_dropout = 0.0);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& x_mask);
+
+ private:
+  double p_dropout_;
+  torch::nn::Conv1d conv_1{nullptr}, conv_2{nullptr};
+};
+TORCH_MODULE(FFN);
+
+// n_layers x (x = norm1(x + drop(attn(x))); x = norm2(x + drop(ffn(x)))) with post-norm,
+// the official attentions.Encoder.
+class AttentionEncoderImpl : public torch::nn::Module {
+ public:
+  AttentionEncoderImpl(int64_t hidden_channels, int64_t filter_channels, int64_t n_heads, int64_t n_layers,
+                       int64_t kernel_size, double p_dropout, int64_t window_size = 0, int64_t block_length = 0);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask);
+
+ private:
+  int64_t n_layers_;
+  double p_dropout_;
+  torch::nn::ModuleList attn_layers, norm_layers_1, ffn_layers, norm_layers_2;
+};
+TORCH_MODULE(AttentionEncoder);
+
+}  // namespace monoflow::models

@@ -1,0 +1,204 @@
+#include "models/glow_tts.h"
+
+#include <cmath>
+#include <string>
+
+#include "common/error.h"
+
+namespace monoflow::models {
+
+namespace {
+void require(bool ok, const std::string& key, const std::string& what) {
+  if (!ok) throw UserError("model." + key + ": " + what);
+}
+}  // namespace
+
+void GlowTTSOptions::validate() const {
+  require(n_vocab_ > 0, "n_vocab", "the vocabulary must not be empty");
+  require(out_channels_ > 0, "out_channels", "needs at least one mel channel (data.n_mel_channels)");
+  require(hidden_channels_ > 0, "hidden_channels", "must be positive");
+  require(hidden_channels_enc_ >= 0 && hidden_channels_dec_ >= 0, "hidden_channels_enc",
+          "hidden_channels_enc/_dec must be >= 0 (0: hidden_channels)");
+  require(n_heads_ > 0 && encoder_channels() % n_heads_ == 0, "n_heads",
+          "must divide the encoder channels (" + std::to_string(encoder_channels()) + ")");
+  require(filter_channels_ > 0 && filter_channels_dp_ > 0, "filter_channels", "filter_channels(_dp) must be positive");
+  require(kernel_size_ > 0 && kernel_size_ % 2 == 1, "kernel_size", "must be odd (same-length convs)");
+  require(kernel_size_dec_ > 0 && kernel_size_dec_ % 2 == 1, "kernel_size_dec", "must be odd");
+  require(decoder_channels() % 2 == 0, "hidden_channels_dec", "must be even (gated units split it in halves)");
+  require(n_layers_enc_ >= 0, "n_layers_enc", "must be >= 0");
+  require(n_blocks_dec_ > 0, "n_blocks_dec", "must be positive");
+  require(n_block_layers_ > 0, "n_block_layers", "must be positive");
+  require(dilation_rate_ >= 1, "dilation_rate", "must be >= 1");
+  require(n_sqz_ >= 1, "n_sqz", "must be >= 1");
+  require(n_split_ >= 2 && n_split_ % 2 == 0, "n_split", "must be even and >= 2");
+  require((out_channels_ * n_sqz_) % n_split_ == 0 && (out_channels_ * n_sqz_) % 2 == 0, "n_split",
+          "n_mel_channels * n_sqz (" + std::to_string(out_channels_ * n_sqz_) + ") must be divisible by n_split and 2");
+  require(window_size_ >= 0, "window_size", "must be >= 0 (0: none)");
+  require(block_length_ >= 0, "block_length", "must be >= 0 (0: none)");
+  require(p_dropout_ >= 0 && p_dropout_ < 1 && p_dropout_dec_ >= 0 && p_dropout_dec_ < 1, "p_dropout",
+          "dropout probabilities must be in [0, 1)");
+  require(n_speakers_ >= 0 && gin_channels_ >= 0, "gin_channels", "n_speakers and gin_channels must be >= 0");
+  require(!(n_speakers_ > 1 && gin_channels_ == 0), "gin_channels",
+          "a multi-speaker model (data.n_speakers > 1) needs gin_channels > 0");
+  require(!(n_speakers_ <= 1 && gin_channels_ > 0), "gin_channels",
+          "gin_channels > 0 needs data.n_speakers > 1 (set it to 0 for one speaker)");
+}
+
+GlowTTSImpl::GlowTTSImpl(const GlowTTSOptions& options) : options_(options) {
+  options_.validate();
+  encoder = register_module("encoder", TextEncoder(options_));
+  decoder = register_module("decoder", FlowSpecDecoder(options_));
+  if (options_.n_speakers() > 1) {
+    emb_g = register_module("emb_g", torch::nn::Embedding(options_.n_speakers(), options_.gin_channels()));
+    torch::NoGradGuard no_grad;
+    emb_g->weight.uniform_(-0.1, 0.1);
+  }
+}
+
+int64_t GlowTTSImpl::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+void GlowTTSImpl::set_ddi(bool ddi) { decoder->set_ddi(ddi); }
+
+bool GlowTTSImpl::ddi_pending() const {
+  for (const auto& f : decoder->flow_list()) {
+    if (auto* a = dynamic_cast<ActNormImpl*>(f.get()); a && !a->initialized()) return true;
+  }
+  return false;
+}
+
+torch::Tensor GlowTTSImpl::speaker_vector(const torch::Tensor& speakers, int64_t batch) {
+  if (!emb_g) {
+    if (speakers.defined()) throw UserError("speaker ids given to a single-speaker model (model n_speakers <= 1)");
+    return {};
+  }
+  if (!speakers.defined()) {
+    throw UserError("this model has " + std::to_string(options_.n_speakers()) +
+                    " speakers: every batch needs speaker ids");
+  }
+  if (speakers.dim() != 1 || speakers.size(0) != batch) throw UserError("speaker ids must be a [B] tensor");
+  auto ids = speakers.to(emb_g->weight.device(), torch::kLong);
+  const auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
+  if (lo < 0 || hi >= options_.n_speakers()) {
+    throw UserError("speaker id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " +
+                    std::to_string(options_.n_speakers()) + ")");
+  }
+  namespace F = torch::nn::functional;
+  return F::normalize(emb_g->forward(ids), F::NormalizeFuncOptions().dim(1)).unsqueeze(-1);  // [B, gin, 1]
+}
+
+torch::Tensor compute_logp(const torch::Tensor& x_m_in, const torch::Tensor& x_logs_in, const torch::Tensor& z_in) {
+  torch::NoGradGuard no_grad;
+  const auto dtype = x_m_in.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  auto x_m = x_m_in.to(dtype), x_logs = x_logs_in.to(dtype), z = z_in.to(dtype);
+  auto x_s_sq_r = torch::exp(-2 * x_logs);
+  auto logp1 = (-0.5 * std::log(2 * M_PI) - x_logs).sum({1}).unsqueeze(-1);               // [b,t,1]
+  auto logp2 = torch::matmul(x_s_sq_r.transpose(1, 2), -0.5 * (z * z));                  // [b,t,s]
+  auto logp3 = torch::matmul((x_m * x_s_sq_r).transpose(1, 2), z);                        // [b,t,s]
+  auto logp4 = (-0.5 * (x_m * x_m) * x_s_sq_r).sum({1}).unsqueeze(-1);                    // [b,t,1]
+  return logp1 + logp2 + logp3 + logp4;
+}
+
+torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask) {
+  const int64_t b = mask.size(0), t_x = mask.size(1), t_y = mask.size(2);
+  auto cum = torch::cumsum(duration, 1).reshape({b * t_x});
+  auto path = sequence_mask(cum, t_y).to(mask.scalar_type()).view({b, t_x, t_y});
+  namespace F = torch::nn::functional;
+  path = path - F::pad(path, F::PadFuncOptions({0, 0, 1, 0})).slice(1, 0, t_x);
+  return path * mask;
+}
+
+GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
+                                   const torch::Tensor& mel, const torch::Tensor& mel_lengths_in,
+                                   const torch::Tensor& speakers, const align::MasOptions& mas) {
+  if (text.dim() != 2 || mel.dim() != 3 || mel.size(0) != text.size(0)) {
+    throw UserError("GlowTTS::forward: expected text [B,T] and mel [B,n_mels,S] with the same B");
+  }
+  if (mel.size(1) != options_.out_channels()) {
+    throw UserError("GlowTTS::forward: mel has " + std::to_string(mel.size(1)) + " channels, the model " +
+                    std::to_string(options_.out_channels()) + " (data.n_mel_channels)");
+  }
+  const auto device = encoder->parameters().front().device();
+  const int64_t n_sqz = options_.n_sqz();
+  auto text_lengths = text_lengths_in.to(device, torch::kLong);
+  auto g = speaker_vector(speakers, text.size(0));
+  auto enc = encoder->forward(text.to(device), text_lengths, g);
+
+  // preprocess: cut the mel and its lengths to a multiple of n_sqz
+  const int64_t y_max = (mel.size(2) / n_sqz) * n_sqz;
+  auto y = mel.to(device, enc.x_m.scalar_type()).slice(2, 0, y_max);
+  auto y_lengths = torch::div(mel_lengths_in.to(device, torch::kLong), n_sqz, "floor") * n_sqz;
+  auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(enc.x_mask.scalar_type());
+
+  GlowTTSOutput out;
+  std::tie(out.z, out.logdet) = decoder->forward(y, z_mask, g, /*reverse=*/false);
+
+  auto logp = compute_logp(enc.x_m, enc.x_logs, out.z);
+  align::MasOptions opts = mas;
+  opts.want_path = true;
+  opts.want_durations = true;
+  opts.path_dtype = torch::kFloat32;
+  auto mas_result = align::maximum_path(logp.to(torch::kFloat32), text_lengths, y_lengths, opts);
+  auto attn = mas_result.path.to(enc.x_m.scalar_type()).detach();  // [B,T,S]
+
+  auto attn_t = attn.transpose(1, 2);  // [B,S,T]
+  out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
+  out.z_logs = torch::matmul(attn_t, enc.x_logs.transpose(1, 2)).transpose(1, 2);
+  out.logw_ = torch::log(1e-8 + attn.sum(-1)).unsqueeze(1) * enc.x_mask;
+  out.z_mask = z_mask;
+  out.x_m = enc.x_m;
+  out.x_logs = enc.x_logs;
+  out.x_mask = enc.x_mask;
+  out.attn = attn;
+  out.logw = enc.logw;
+  out.durations = mas_result.durations;
+  out.y_lengths = y_lengths;
+  return out;
+}
+
+InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
+                                   const torch::Tensor& speakers, double noise_scale, double length_scale) {
+  const auto device = encoder->parameters().front().device();
+  const int64_t n_sqz = options_.n_sqz();
+  auto text_lengths = text_lengths_in.to(device, torch::kLong);
+  auto g = speaker_vector(speakers, text.size(0));
+  auto enc = encoder->forward(text.to(device), text_lengths, g);
+
+  InferenceOutput out;
+  auto w = torch::exp(enc.logw) * enc.x_mask * length_scale;
+  out.w_ceil = torch::ceil(w);
+  auto y_lengths = torch::clamp_min(out.w_ceil.sum({1, 2}), 1).to(torch::kLong);
+  y_lengths = torch::div(y_lengths, n_sqz, "floor") * n_sqz;
+  const int64_t y_max = y_lengths.max().item<int64_t>();
+  auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(enc.x_mask.scalar_type());
+  auto attn_mask = enc.x_mask.unsqueeze(-1) * z_mask.unsqueeze(2);  // [B,1,T,S]
+  auto attn = generate_path(out.w_ceil.squeeze(1), attn_mask.squeeze(1));
+  auto attn_t = attn.transpose(1, 2);
+  out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
+  out.z_logs = torch::matmul(attn_t, enc.x_logs.transpose(1, 2)).transpose(1, 2);
+  auto z = (out.z_m + torch::exp(out.z_logs) * torch::randn_like(out.z_m) * noise_scale) * z_mask;
+  out.y = decoder->forward(z, z_mask, g, /*reverse=*/true).first;
+  out.y_lengths = y_lengths;
+  out.z_mask = z_mask;
+  out.attn = attn;
+  out.logw = enc.logw;
+  out.x_mask = enc.x_mask;
+  return out;
+}
+
+torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
+                       const torch::Tensor& logdet, const torch::Tensor& z_mask) {
+  auto l = torch::sum(z_logs) + 0.5 * torch::sum(torch::exp(-2 * z_logs) * (z - z_m).pow(2));
+  l = l - torch::sum(logdet);
+  l = l / torch::sum(torch::ones_like(z) * z_mask);
+  return l + 0.5 * std::log(2 * M_PI);
+}
+
+torch::Tensor duration_loss(const torch::Tensor& logw, const torch::Tensor& logw_, const torch::Tensor& x_lengths) {
+  return torch::sum((logw - logw_).pow(2)) / torch::sum(x_lengths.to(logw.device()));
+}
+
+}  // namespace monoflow::models

@@ -1,0 +1,105 @@
+// The Glow-TTS generator (official models.FlowGenerator) and its losses.
+//
+// Training step (what the trainer calls):
+//   models::GlowTTS model(models::GlowTTSOptions(n_vocab, n_mels) /* .hidden_channels(...) ... */);
+//   model->set_ddi(true);                 // first forward initialises every ActNorm (DDI)
+//   auto out = model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths,
+//                             batch.speakers /* undefined if single-speaker */, mas_options);
+//   auto l_mle = models::mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask);
+//   auto l_dur = models::duration_loss(out.logw, out.logw_, batch.text_lengths);
+//   (l_mle + l_dur).backward();
+// Synthesis:
+//   torch::NoGradGuard g; model->eval();
+//   auto syn = model->infer(text, text_lengths, speakers, /*noise_scale=*/0.667, /*length_scale=*/1.0);
+//   syn.y: [B, n_mels, S] mel frames, valid up to syn.y_lengths.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "align/mas.h"
+#include "models/decoder.h"
+#include "models/encoder.h"
+#include "models/options.h"
+
+namespace monoflow::models {
+
+// What forward() returns: the official ((z, z_m, z_logs, logdet, z_mask), (x_m, x_logs,
+// x_mask), (attn, logw, logw_)) plus the lengths and durations. S is the mel length cut to a
+// multiple of n_sqz; frames beyond it are not modelled (as in the original).
+struct GlowTTSOutput {
+  torch::Tensor z;          // [B, n_mels, S] latent of the mel
+  torch::Tensor z_m;        // [B, n_mels, S] prior mean expanded along the alignment
+  torch::Tensor z_logs;     // [B, n_mels, S] prior log-std expanded along the alignment
+  torch::Tensor logdet;     // [B] log|det| of the decoder
+  torch::Tensor z_mask;     // [B, 1, S]
+  torch::Tensor x_m;        // [B, n_mels, T]
+  torch::Tensor x_logs;     // [B, n_mels, T]
+  torch::Tensor x_mask;     // [B, 1, T]
+  torch::Tensor attn;       // [B, T, S] MAS path (0/1) in the model dtype (the original has [B,1,T,S])
+  torch::Tensor logw;       // [B, 1, T] predicted log-durations
+  torch::Tensor logw_;      // [B, 1, T] log(1e-8 + MAS durations) * x_mask, the duration target
+  torch::Tensor durations;  // [B, T] int32 MAS durations (frames per token)
+  torch::Tensor y_lengths;  // [B] int64 mel lengths cut to a multiple of n_sqz (the mask's)
+};
+
+struct InferenceOutput {
+  torch::Tensor y;          // [B, n_mels, S] generated mel
+  torch::Tensor y_lengths;  // [B] int64
+  torch::Tensor z_m, z_logs, z_mask;
+  torch::Tensor attn;       // [B, T, S]
+  torch::Tensor logw;       // [B, 1, T]
+  torch::Tensor w_ceil;     // [B, 1, T] frames per token used
+  torch::Tensor x_mask;
+};
+
+class GlowTTSImpl : public torch::nn::Module {
+ public:
+  // Validates the options (monoflow::UserError on a bad value).
+  explicit GlowTTSImpl(const GlowTTSOptions& options);
+
+  // text [B,T] int64, text_lengths [B], mel [B,n_mels,S_max], mel_lengths [B], speakers [B]
+  // int64 (required iff n_speakers > 1, else leave undefined). MAS runs on logp's device with
+  // `mas` (its path_dtype/want_* fields are overridden: path and durations are both needed).
+  GlowTTSOutput forward(const torch::Tensor& text, const torch::Tensor& text_lengths, const torch::Tensor& mel,
+                        const torch::Tensor& mel_lengths, const torch::Tensor& speakers,
+                        const align::MasOptions& mas);
+
+  // Durations from the predictor (ceil(exp(logw) * length_scale)), prior sampled with
+  // noise_scale, decoder in reverse. Uses torch's global RNG for the noise.
+  InferenceOutput infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                        const torch::Tensor& speakers = {}, double noise_scale = 1.0, double length_scale = 1.0);
+
+  // DDI switch: true makes every ActNorm initialise itself from the next batch it sees.
+  void set_ddi(bool ddi);
+  bool ddi_pending() const;  // some ActNorm still waits for its data-dependent initialisation
+
+  const GlowTTSOptions& options() const { return options_; }
+  int64_t parameter_count() const;
+
+  TextEncoder encoder{nullptr};
+  FlowSpecDecoder decoder{nullptr};
+  torch::nn::Embedding emb_g{nullptr};
+
+ private:
+  torch::Tensor speaker_vector(const torch::Tensor& speakers, int64_t batch);
+  GlowTTSOptions options_;
+};
+TORCH_MODULE(GlowTTS);
+
+// log N(z[:, :, s]; x_m[:, :, t], exp(x_logs[:, :, t])) summed over channels: [B, T, S],
+// computed as the original does (four terms), without gradient, in float32 (float64 stays).
+torch::Tensor compute_logp(const torch::Tensor& x_m, const torch::Tensor& x_logs, const torch::Tensor& z);
+
+// Alignment from integer durations: path[b, t, s] = 1 for cumsum(d)[t-1] <= s < cumsum(d)[t],
+// times mask [B, T, S] (the original commons.generate_path).
+torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask);
+
+// Negative log-likelihood per mel element (the original commons.mle_loss):
+// (sum(z_logs) + 0.5 * sum(exp(-2 z_logs) (z - z_m)^2) - sum(logdet)) / (sum(z_mask) * n_mels)
+//   + 0.5 * log(2 pi).
+torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
+                       const torch::Tensor& logdet, const torch::Tensor& z_mask);
+// sum((logw - logw_)^2) / sum(x_lengths) (the original commons.duration_loss).
+torch::Tensor duration_loss(const torch::Tensor& logw, const torch::Tensor& logw_, const torch::Tensor& x_lengths);
+
+}  // namespace monoflow::models

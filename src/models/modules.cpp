@@ -1,0 +1,233 @@
+#include "models/modules.h"
+
+#include <cmath>
+
+namespace monoflow::models {
+
+namespace F = torch::nn::functional;
+
+torch::Tensor sequence_mask(const torch::Tensor& lengths, int64_t max_length) {
+  auto range = torch::arange(max_length, lengths.options());
+  return range.unsqueeze(0) < lengths.unsqueeze(1);
+}
+
+std::pair<torch::Tensor, torch::Tensor> squeeze(const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n_sqz) {
+  const int64_t b = x.size(0), c = x.size(1), t = (x.size(2) / n_sqz) * n_sqz;
+  auto x_sqz = x.slice(2, 0, t)
+                   .reshape({b, c, t / n_sqz, n_sqz})
+                   .permute({0, 3, 1, 2})
+                   .reshape({b, c * n_sqz, t / n_sqz});
+  torch::Tensor mask;
+  if (x_mask.defined()) {
+    mask = x_mask.slice(2, n_sqz - 1, x_mask.size(2), n_sqz);
+  } else {
+    mask = torch::ones({b, 1, t / n_sqz}, x.options());
+  }
+  return {x_sqz * mask, mask};
+}
+
+std::pair<torch::Tensor, torch::Tensor> unsqueeze(const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n_sqz) {
+  const int64_t b = x.size(0), c = x.size(1), t = x.size(2);
+  auto x_unsqz = x.reshape({b, n_sqz, c / n_sqz, t}).permute({0, 2, 3, 1}).reshape({b, c / n_sqz, t * n_sqz});
+  torch::Tensor mask;
+  if (x_mask.defined()) {
+    mask = x_mask.unsqueeze(-1).repeat({1, 1, 1, n_sqz}).reshape({b, 1, t * n_sqz});
+  } else {
+    mask = torch::ones({b, 1, t * n_sqz}, x.options());
+  }
+  return {x_unsqz * mask, mask};
+}
+
+// ---------------------------------------------------------------------------------------------
+LayerNormImpl::LayerNormImpl(int64_t channels, double eps) : eps_(eps) {
+  gamma = register_parameter("gamma", torch::ones({channels}));
+  beta = register_parameter("beta", torch::zeros({channels}));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+  auto mean = x.mean(1, /*keepdim=*/true);
+  auto variance = (x - mean).pow(2).mean(1, /*keepdim=*/true);
+  auto y = (x - mean) * torch::rsqrt(variance + eps_);
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = -1;
+  return y * gamma.view(shape) + beta.view(shape);
+}
+
+// ---------------------------------------------------------------------------------------------
+ConvReluNormImpl::ConvReluNormImpl(int64_t in_channels, int64_t hidden_channels, int64_t out_channels,
+                                   int64_t kernel_size, int64_t n_layers, double p_dropout)
+    : p_dropout_(p_dropout) {
+  TORCH_CHECK(n_layers > 1, "ConvReluNorm needs more than one layer");
+  conv_layers = register_module("conv_layers", torch::nn::ModuleList());
+  norm_layers = register_module("norm_layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < n_layers; ++i) {
+    conv_layers->push_back(torch::nn::Conv1d(
+        torch::nn::Conv1dOptions(i == 0 ? in_channels : hidden_channels, hidden_channels, kernel_size)
+            .padding(kernel_size / 2)));
+    norm_layers->push_back(LayerNorm(hidden_channels));
+  }
+  proj = register_module("proj", torch::nn::Conv1d(torch::nn::Conv1dOptions(hidden_channels, out_channels, 1)));
+  torch::NoGradGuard no_grad;
+  proj->weight.zero_();
+  proj->bias.zero_();
+}
+
+torch::Tensor ConvReluNormImpl::forward(const torch::Tensor& x_org, const torch::Tensor& x_mask) {
+  auto x = x_org;
+  for (size_t i = 0; i < conv_layers->size(); ++i) {
+    x = conv_layers[i]->as<torch::nn::Conv1d>()->forward(x * x_mask);
+    x = norm_layers[i]->as<LayerNorm>()->forward(x);
+    x = torch::dropout(torch::relu(x), p_dropout_, is_training());
+  }
+  return (x_org + proj->forward(x)) * x_mask;
+}
+
+// ---------------------------------------------------------------------------------------------
+WeightNormConv1dImpl::WeightNormConv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                                           int64_t dilation, int64_t padding)
+    : dilation_(dilation), padding_(padding) {
+  // Conv1d's default initialisation, then weight_norm's g = ||v||.
+  auto v = torch::empty({out_channels, in_channels, kernel_size});
+  torch::nn::init::kaiming_uniform_(v, std::sqrt(5.0));
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_channels * kernel_size));
+  bias = register_parameter("bias", torch::empty({out_channels}).uniform_(-bound, bound));
+  weight_g = register_parameter("weight_g", v.flatten(1).norm(2, {1}).view({out_channels, 1, 1}));
+  weight_v = register_parameter("weight_v", v);
+}
+
+torch::Tensor WeightNormConv1dImpl::weight() const { return torch::_weight_norm(weight_v, weight_g, 0); }
+
+torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
+  return torch::conv1d(x, weight(), bias, /*stride=*/1, padding_, dilation_);
+}
+
+// ---------------------------------------------------------------------------------------------
+WNImpl::WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
+               int64_t gin_channels, double p_dropout)
+    : hidden_channels_(hidden_channels), n_layers_(n_layers), p_dropout_(p_dropout) {
+  TORCH_CHECK(kernel_size % 2 == 1, "WN: kernel_size must be odd");
+  TORCH_CHECK(hidden_channels % 2 == 0, "WN: hidden_channels must be even");
+  in_layers = register_module("in_layers", torch::nn::ModuleList());
+  res_skip_layers = register_module("res_skip_layers", torch::nn::ModuleList());
+  if (gin_channels != 0) {
+    cond_layer = register_module("cond_layer", WeightNormConv1d(gin_channels, 2 * hidden_channels * n_layers, 1));
+  }
+  int64_t dilation = 1;
+  for (int64_t i = 0; i < n_layers; ++i) {
+    const int64_t padding = (kernel_size * dilation - dilation) / 2;
+    in_layers->push_back(WeightNormConv1d(hidden_channels, 2 * hidden_channels, kernel_size, dilation, padding));
+    const int64_t res_skip_channels = i < n_layers - 1 ? 2 * hidden_channels : hidden_channels;
+    res_skip_layers->push_back(WeightNormConv1d(hidden_channels, res_skip_channels, 1));
+    dilation *= dilation_rate;
+  }
+}
+
+torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g_in) {
+  auto output = torch::zeros_like(x);
+  torch::Tensor g;
+  if (g_in.defined()) g = cond_layer->forward(g_in);
+  const int64_t h = hidden_channels_;
+  for (int64_t i = 0; i < n_layers_; ++i) {
+    auto x_in = in_layers[i]->as<WeightNormConv1d>()->forward(x);
+    x_in = torch::dropout(x_in, p_dropout_, is_training());
+    if (g.defined()) x_in = x_in + g.slice(1, i * 2 * h, (i + 1) * 2 * h);
+    auto acts = torch::tanh(x_in.slice(1, 0, h)) * torch::sigmoid(x_in.slice(1, h, 2 * h));
+    auto res_skip = res_skip_layers[i]->as<WeightNormConv1d>()->forward(acts);
+    if (i < n_layers_ - 1) {
+      x = (x + res_skip.slice(1, 0, h)) * x_mask;
+      output = output + res_skip.slice(1, h, 2 * h);
+    } else {
+      output = output + res_skip;
+    }
+  }
+  return output * x_mask;
+}
+
+// ---------------------------------------------------------------------------------------------
+ActNormImpl::ActNormImpl(int64_t channels, bool ddi) : initialized_(!ddi) {
+  logs = register_parameter("logs", torch::zeros({1, channels, 1}));
+  bias = register_parameter("bias", torch::zeros({1, channels, 1}));
+}
+
+void ActNormImpl::initialize(const torch::Tensor& x, const torch::Tensor& x_mask) {
+  torch::NoGradGuard no_grad;
+  auto denom = x_mask.sum(at::IntArrayRef{0, 2});
+  auto m = (x * x_mask).sum(at::IntArrayRef{0, 2}) / denom;
+  auto m_sq = (x * x * x_mask).sum(at::IntArrayRef{0, 2}) / denom;
+  auto v = m_sq - m * m;
+  auto s = 0.5 * torch::log(torch::clamp_min(v, 1e-6));
+  bias.copy_((-m * torch::exp(-s)).view(bias.sizes()));
+  logs.copy_((-s).view(logs.sizes()));
+}
+
+std::pair<torch::Tensor, torch::Tensor> ActNormImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                             const torch::Tensor&, bool reverse) {
+  if (!initialized_) {
+    initialize(x, x_mask);
+    initialized_ = true;
+  }
+  if (reverse) return {(x - bias) * torch::exp(-logs) * x_mask, torch::Tensor()};
+  auto x_len = x_mask.sum({1, 2});
+  return {(bias + torch::exp(logs) * x) * x_mask, logs.sum() * x_len};
+}
+
+// ---------------------------------------------------------------------------------------------
+InvConvNearImpl::InvConvNearImpl(int64_t channels, int64_t n_split) : channels_(channels), n_split_(n_split) {
+  TORCH_CHECK(n_split % 2 == 0, "InvConvNear: n_split must be even");
+  auto w = std::get<0>(torch::linalg_qr(torch::randn({n_split, n_split})));
+  if (torch::det(w).item<double>() < 0) w.select(1, 0).mul_(-1);
+  weight = register_parameter("weight", w.contiguous());
+}
+
+std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Tensor& x_in, const torch::Tensor& x_mask,
+                                                                 const torch::Tensor&, bool reverse) {
+  const int64_t b = x_in.size(0), c = x_in.size(1), t = x_in.size(2), s = n_split_;
+  TORCH_CHECK(c % s == 0, "InvConvNear: channels ", c, " not divisible by n_split ", s);
+  auto x = x_in.reshape({b, 2, c / s, s / 2, t}).permute({0, 1, 3, 2, 4}).reshape({b, s, c / s, t});
+  torch::Tensor w, logdet;
+  if (reverse) {
+    w = torch::inverse(weight.to(weight.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat))
+            .to(weight.scalar_type());
+  } else {
+    w = weight;
+    logdet = torch::logdet(weight) * (static_cast<double>(c) / s) * x_mask.sum({1, 2});
+  }
+  auto z = torch::conv2d(x, w.view({s, s, 1, 1}));
+  z = z.reshape({b, 2, s / 2, c / s, t}).permute({0, 1, 3, 2, 4}).reshape({b, c, t}) * x_mask;
+  return {z, logdet};
+}
+
+// ---------------------------------------------------------------------------------------------
+CouplingBlockImpl::CouplingBlockImpl(int64_t in_channels, int64_t hidden_channels, int64_t kernel_size,
+                                     int64_t dilation_rate, int64_t n_layers, int64_t gin_channels,
+                                     double p_dropout, bool sigmoid_scale)
+    : in_channels_(in_channels), sigmoid_scale_(sigmoid_scale) {
+  start = register_module("start", WeightNormConv1d(in_channels / 2, hidden_channels, 1));
+  end = register_module("end", torch::nn::Conv1d(torch::nn::Conv1dOptions(hidden_channels, in_channels, 1)));
+  {
+    torch::NoGradGuard no_grad;
+    end->weight.zero_();
+    end->bias.zero_();
+  }
+  wn = register_module("wn", WN(hidden_channels, kernel_size, dilation_rate, n_layers, gin_channels, p_dropout));
+}
+
+std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                                   const torch::Tensor& g, bool reverse) {
+  const int64_t half = in_channels_ / 2;
+  auto x_0 = x.slice(1, 0, half), x_1 = x.slice(1, half);
+  auto h = start->forward(x_0) * x_mask;
+  h = wn->forward(h, x_mask, g);
+  auto out = end->forward(h);
+  auto m = out.slice(1, 0, half);
+  auto logs = out.slice(1, half);
+  if (sigmoid_scale_) logs = torch::log(1e-6 + torch::sigmoid(logs + 2));
+  if (reverse) {
+    auto z_1 = (x_1 - m) * torch::exp(-logs) * x_mask;
+    return {torch::cat({x_0, z_1}, 1), torch::Tensor()};
+  }
+  auto z_1 = (m + torch::exp(logs) * x_1) * x_mask;
+  return {torch::cat({x_0, z_1}, 1), (logs * x_mask).sum({1, 2})};
+}
+
+}  // namespace monoflow::models

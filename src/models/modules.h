@@ -1,0 +1,142 @@
+// Building blocks of Glow-TTS, after the official modules.py / attentions.py: channel layer
+// norm, the encoder prenet (ConvReluNorm), weight-normalised convolutions, the WaveNet-style
+// coupling network (WN), and the three invertible flows of the decoder (ActNorm,
+// InvConvNear, CouplingBlock), plus squeeze/unsqueeze and sequence masks.
+//
+// Tensors are [batch, channels, time]; masks are [batch, 1, time] in the data dtype.
+// Parameter and sub-module names equal the official state_dict keys.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+namespace monoflow::models {
+
+// [B] lengths -> [B, max_length] bool, true inside.
+torch::Tensor sequence_mask(const torch::Tensor& lengths, int64_t max_length);
+
+// Squeeze time into channels by n_sqz: [B,C,T] -> [B,C*n_sqz,T/n_sqz] (T truncated to a
+// multiple of n_sqz); the mask keeps every n_sqz-th frame's value (the last of each group).
+std::pair<torch::Tensor, torch::Tensor> squeeze(const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n_sqz);
+// Inverse of squeeze: [B,C,T] -> [B,C/n_sqz,T*n_sqz]; the mask is repeated n_sqz times.
+std::pair<torch::Tensor, torch::Tensor> unsqueeze(const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n_sqz);
+
+// Layer norm over the channel dimension (dim 1), eps 1e-4; parameters gamma, beta.
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  explicit LayerNormImpl(int64_t channels, double eps = 1e-4);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor gamma, beta;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(LayerNorm);
+
+// The encoder prenet: n_layers x (conv -> layer norm -> relu -> dropout), a zero-initialised
+// 1x1 projection and a residual connection.
+class ConvReluNormImpl : public torch::nn::Module {
+ public:
+  ConvReluNormImpl(int64_t in_channels, int64_t hidden_channels, int64_t out_channels,
+                   int64_t kernel_size, int64_t n_layers, double p_dropout);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& x_mask);
+
+ private:
+  double p_dropout_;
+  torch::nn::ModuleList conv_layers, norm_layers;
+  torch::nn::Conv1d proj{nullptr};
+};
+TORCH_MODULE(ConvReluNorm);
+
+// Conv1d with weight normalisation (weight = g * v / ||v||, norm over all but dim 0), stored
+// like torch.nn.utils.weight_norm: parameters bias, weight_g [out,1,1], weight_v [out,in,k].
+class WeightNormConv1dImpl : public torch::nn::Module {
+ public:
+  WeightNormConv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                       int64_t dilation = 1, int64_t padding = 0);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight() const;  // the effective weight
+  torch::Tensor bias, weight_g, weight_v;
+
+ private:
+  int64_t dilation_, padding_;
+};
+TORCH_MODULE(WeightNormConv1d);
+
+// WaveNet-like non-causal network of the coupling layers: dilated weight-normalised convs,
+// gated tanh-sigmoid units, residual and skip 1x1 convs; optional global conditioning g.
+class WNImpl : public torch::nn::Module {
+ public:
+  WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
+         int64_t gin_channels = 0, double p_dropout = 0.0);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {});
+
+ private:
+  int64_t hidden_channels_, n_layers_;
+  double p_dropout_;
+  torch::nn::ModuleList in_layers, res_skip_layers;
+  WeightNormConv1d cond_layer{nullptr};
+};
+TORCH_MODULE(WN);
+
+// An invertible flow step. forward returns (z, logdet [B]) for reverse == false and
+// (x, undefined) for reverse == true. g: speaker conditioning [B, gin, 1] or undefined.
+class Flow : public torch::nn::Module {
+ public:
+  virtual std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                          const torch::Tensor& g = {}, bool reverse = false) = 0;
+};
+
+// Per-channel affine flow with data-dependent initialisation (DDI): when `ddi` is on, the
+// first call sets bias/logs so that the (masked) output has zero mean and unit variance.
+class ActNormImpl : public Flow {
+ public:
+  explicit ActNormImpl(int64_t channels, bool ddi = false);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                  const torch::Tensor& g = {}, bool reverse = false) override;
+  void set_ddi(bool ddi) { initialized_ = !ddi; }
+  bool initialized() const { return initialized_; }
+  torch::Tensor logs, bias;  // [1, C, 1]
+
+ private:
+  void initialize(const torch::Tensor& x, const torch::Tensor& x_mask);
+  bool initialized_;
+};
+TORCH_MODULE(ActNorm);
+
+// Invertible 1x1 convolution over groups of n_split channels (the channels are split in two
+// halves and n_split/2 channels of each half are mixed by one n_split x n_split matrix).
+class InvConvNearImpl : public Flow {
+ public:
+  explicit InvConvNearImpl(int64_t channels, int64_t n_split = 4);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                  const torch::Tensor& g = {}, bool reverse = false) override;
+  torch::Tensor weight;  // [n_split, n_split], orthogonal with det > 0 at init
+
+ private:
+  int64_t channels_, n_split_;
+};
+TORCH_MODULE(InvConvNear);
+
+// Affine coupling: the first half of the channels, through start -> WN -> end (end is
+// zero-initialised, so the block starts as the identity), gives mean and log-scale for the
+// second half.
+class CouplingBlockImpl : public Flow {
+ public:
+  CouplingBlockImpl(int64_t in_channels, int64_t hidden_channels, int64_t kernel_size,
+                    int64_t dilation_rate, int64_t n_layers, int64_t gin_channels = 0,
+                    double p_dropout = 0.0, bool sigmoid_scale = false);
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
+                                                  const torch::Tensor& g = {}, bool reverse = false) override;
+
+ private:
+  int64_t in_channels_;
+  bool sigmoid_scale_;
+  WeightNormConv1d start{nullptr};
+  torch::nn::Conv1d end{nullptr};
+  WN wn{nullptr};
+};
+TORCH_MODULE(CouplingBlock);
+
+}  // namespace monoflow::models

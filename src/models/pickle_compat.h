@@ -1,0 +1,26 @@
+// Reading Python torch.save files (zip format) from C++.
+//
+// LibTorch's unpickler turns a `collections.OrderedDict` into None, so a plain
+// torch.save(model.state_dict()) -- an OrderedDict carrying a `_metadata` attribute --
+// cannot be read with torch::pickle_load. read_torch_save() rewrites the pickle program
+// before unpickling it: every `OrderedDict()` construction becomes an empty dict, and
+// BUILD (which would set attributes such as `_metadata` on the dict) drops its argument.
+// Opcode lengths stay the same, so nothing else in the stream moves.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace monoflow::models {
+
+// Rewrites a protocol-2 pickle program as described above (exposed for tests).
+// Throws monoflow::UserError naming `source` if the program uses an opcode it does not know.
+std::string patch_ordered_dicts(std::string pickle, const std::string& source);
+
+// Loads the object saved by Python's torch.save (zip format) from `bytes`; tensors are on
+// the CPU. `source` names the file in error messages.
+c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source);
+
+}  // namespace monoflow::models

@@ -1,0 +1,239 @@
+// The invertible pieces of the decoder: inversion, log-determinants against autograd
+// Jacobians, masking, DDI; and the relative-position attention against a direct formula.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "model_test_util.h"
+#include "models/attentions.h"
+#include "models/decoder.h"
+#include "models/modules.h"
+
+namespace monoflow::models {
+namespace {
+
+using testing::randomize;
+using testing::tiny_options;
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+// A [B,1,T] mask with the given lengths.
+torch::Tensor mask_of(std::vector<int64_t> lengths, int64_t t, torch::Dtype dtype) {
+  auto l = torch::tensor(lengths, torch::kLong);
+  return sequence_mask(l, t).unsqueeze(1).to(dtype);
+}
+
+// log|det J| of f at x (x [1,C,T], every element free), by autograd, one row per output element.
+double autograd_logdet(const std::function<torch::Tensor(const torch::Tensor&)>& f, const torch::Tensor& x0) {
+  auto x = x0.detach().clone().requires_grad_(true);
+  auto y = f(x).reshape({-1});
+  const int64_t n = y.numel();
+  EXPECT_EQ(n, x.numel());
+  auto jac = torch::zeros({n, n}, torch::kDouble);
+  for (int64_t i = 0; i < n; ++i) {
+    auto grad = torch::autograd::grad({y[i]}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                                      /*allow_unused=*/true)[0];
+    jac[i] = grad.reshape({-1});
+  }
+  auto [sign, logabsdet] = torch::linalg_slogdet(jac);
+  EXPECT_NE(sign.item<double>(), 0.0);
+  return logabsdet.item<double>();
+}
+
+class FlowsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { torch::manual_seed(7); }
+};
+
+TEST_F(FlowsTest, SqueezeUnsqueezeRoundTripAndMask) {
+  auto x = torch::randn({2, 3, 10});
+  auto mask = mask_of({10, 7}, 10, torch::kFloat);
+  auto [xs, ms] = squeeze(x * mask, mask, 2);
+  EXPECT_EQ(xs.sizes(), (std::vector<int64_t>{2, 6, 5}));
+  // The squeezed mask takes the second frame of each pair: length 7 -> 3 full pairs.
+  EXPECT_TRUE(torch::equal(ms.sum({1, 2}), torch::tensor({5.0f, 3.0f})));
+  // channel c*2+k of the squeezed tensor holds frame 2t+k... after permute: channel k*C+c
+  EXPECT_EQ(xs[0][1 * 3 + 2][4].item<float>(), x[0][2][9].item<float>());
+  auto [xu, mu] = unsqueeze(xs, ms, 2);
+  auto full = mask_of({10, 6}, 10, torch::kFloat);
+  EXPECT_TRUE(torch::equal(mu, full));
+  EXPECT_TRUE(torch::equal(xu, x * full));
+}
+
+TEST_F(FlowsTest, EachFlowInvertsToTolerance) {
+  const int64_t c = 8, t = 13;
+  auto x = torch::randn({3, c, t});
+  auto mask = mask_of({13, 9, 4}, t, torch::kFloat);
+  x = x * mask;
+  auto g = torch::nn::functional::normalize(torch::randn({3, 4}), torch::nn::functional::NormalizeFuncOptions().dim(1))
+               .unsqueeze(-1);
+  std::vector<std::pair<std::string, std::shared_ptr<Flow>>> flows;
+  flows.emplace_back("ActNorm", std::make_shared<ActNormImpl>(c));
+  flows.emplace_back("InvConvNear", std::make_shared<InvConvNearImpl>(c, 4));
+  flows.emplace_back("CouplingBlock", std::make_shared<CouplingBlockImpl>(c, 16, 5, 2, 3, /*gin=*/4, 0.0, false));
+  flows.emplace_back("CouplingBlock(sigmoid)", std::make_shared<CouplingBlockImpl>(c, 16, 3, 1, 2, 0, 0.0, true));
+  for (auto& [name, f] : flows) {
+    randomize(*f);
+    auto gg = name == "CouplingBlock" ? g : torch::Tensor();
+    auto [z, logdet] = f->forward(x, mask, gg, false);
+    EXPECT_EQ(logdet.sizes(), (std::vector<int64_t>{3})) << name;
+    EXPECT_GT(max_abs_diff(z, x), 1e-2) << name << " is (close to) the identity: the test would prove nothing";
+    auto [x2, none] = f->forward(z, mask, gg, true);
+    EXPECT_FALSE(none.defined());
+    EXPECT_LT(max_abs_diff(x2, x), 1e-5) << name;
+  }
+}
+
+TEST_F(FlowsTest, DecoderInvertsToTolerance) {
+  auto o = tiny_options();
+  FlowSpecDecoder dec(o);
+  randomize(*dec);
+  dec->eval();  // p_dropout_dec 0.05: dropout would make forward and reverse different maps
+  const int64_t t = 20;
+  auto mask = mask_of({20, 14}, t, torch::kFloat);
+  auto y = torch::randn({2, o.out_channels(), t}) * mask;
+  auto [z, logdet] = dec->forward(y, mask);
+  EXPECT_GT(max_abs_diff(z, y), 1e-2);
+  auto [y2, none] = dec->forward(z, mask, {}, true);
+  EXPECT_LT(max_abs_diff(y2, y), 1e-5);
+  EXPECT_TRUE(torch::isfinite(logdet).all().item<bool>());
+}
+
+TEST_F(FlowsTest, LogDeterminantsEqualAutogradJacobian) {
+  const int64_t c = 4, t = 3;
+  auto x = torch::randn({1, c, t}, torch::kDouble);
+  auto mask = torch::ones({1, 1, t}, torch::kDouble);
+  auto act = std::make_shared<ActNormImpl>(c);
+  auto inv = std::make_shared<InvConvNearImpl>(c, 4);
+  auto cpl = std::make_shared<CouplingBlockImpl>(c, 6, 3, 2, 2, 0, 0.0, false);
+  for (std::shared_ptr<Flow> f : std::vector<std::shared_ptr<Flow>>{act, inv, cpl}) {
+    f->to(torch::kDouble);
+    randomize(*f);
+    {
+      torch::NoGradGuard no_grad;  // a non-orthogonal matrix, so that log|det| != 0
+      if (f == inv) inv->weight.add_(0.3 * torch::randn({4, 4}, torch::kDouble));
+    }
+    auto logdet = f->forward(x, mask).second.item<double>();
+    auto expected = autograd_logdet([&](const torch::Tensor& v) { return f->forward(v, mask).first; }, x);
+    EXPECT_NEAR(logdet, expected, 1e-10);
+    EXPECT_GT(std::abs(expected), 1e-3);  // not trivially zero
+  }
+  // The whole decoder (squeeze, 2 blocks, unsqueeze), with a speaker vector.
+  auto o = tiny_options().n_speakers(2).gin_channels(3);
+  FlowSpecDecoder dec(o);
+  dec->to(torch::kDouble);
+  randomize(*dec);
+  dec->eval();
+  auto y = torch::randn({1, o.out_channels(), 6}, torch::kDouble);
+  auto ymask = torch::ones({1, 1, 6}, torch::kDouble);
+  auto g = torch::randn({1, 3, 1}, torch::kDouble);
+  auto logdet = dec->forward(y, ymask, g).second.item<double>();
+  auto expected = autograd_logdet([&](const torch::Tensor& v) { return dec->forward(v, ymask, g).first; }, y);
+  EXPECT_NEAR(logdet, expected, 1e-9);
+}
+
+TEST_F(FlowsTest, PaddingDoesNotChangeValidOutputs) {
+  auto o = tiny_options();
+  FlowSpecDecoder dec(o);
+  randomize(*dec);
+  dec->to(torch::kDouble);
+  dec->eval();
+  const int64_t len = 8, t = 14;
+  auto y = torch::randn({1, o.out_channels(), len}, torch::kDouble);
+  auto [z1, ld1] = dec->forward(y, torch::ones({1, 1, len}, torch::kDouble));
+  // Same utterance padded with garbage (zeroed by the caller's mask as the data loader would not).
+  auto padded = torch::cat({y, 100 * torch::randn({1, o.out_channels(), t - len}, torch::kDouble)}, 2);
+  auto mask = mask_of({len}, t, torch::kDouble);
+  auto [z2, ld2] = dec->forward(padded, mask);
+  EXPECT_LT(max_abs_diff(z2.slice(2, 0, len), z1), 1e-12);
+  EXPECT_EQ(z2.slice(2, len).abs().max().item<double>(), 0.0);
+  EXPECT_NEAR(ld1.item<double>(), ld2.item<double>(), 1e-10);
+}
+
+TEST_F(FlowsTest, ActNormDataDependentInit) {
+  const int64_t c = 6, t = 30;
+  ActNorm act(c, /*ddi=*/true);
+  EXPECT_FALSE(act->initialized());
+  auto mask = mask_of({30, 21}, t, torch::kFloat);
+  auto x = (torch::randn({2, c, t}) * torch::linspace(0.5, 3, c).view({1, c, 1}) + 4) * mask;
+  auto z = act->forward(x, mask).first;
+  EXPECT_TRUE(act->initialized());
+  auto n = mask.sum();
+  auto mean = (z * mask).sum(at::IntArrayRef{0, 2}) / n;
+  auto var = (z * z * mask).sum(at::IntArrayRef{0, 2}) / n - mean * mean;
+  EXPECT_LT(mean.abs().max().item<float>(), 1e-5);
+  EXPECT_LT((var - 1).abs().max().item<float>(), 1e-4);
+  // Initialised once: a second batch does not re-initialise.
+  auto logs = act->logs.clone();
+  act->forward(x * 2, mask);
+  EXPECT_TRUE(torch::equal(logs, act->logs));
+}
+
+TEST_F(FlowsTest, InvConvNearInitIsRotation) {
+  InvConvNear inv(8, 4);
+  auto w = inv->weight.to(torch::kDouble);
+  EXPECT_LT(max_abs_diff(torch::matmul(w, w.t()), torch::eye(4, torch::kDouble)), 1e-5);
+  EXPECT_NEAR(torch::det(w).item<double>(), 1.0, 1e-5);
+}
+
+TEST_F(FlowsTest, CouplingStartsAsIdentityOnSecondHalf) {
+  CouplingBlock cpl(8, 16, 5, 1, 4);
+  auto x = torch::randn({2, 8, 9});
+  auto mask = torch::ones({2, 1, 9});
+  auto [z, logdet] = cpl->forward(x, mask);
+  EXPECT_TRUE(torch::equal(z, x));  // end conv zero-initialised: m = 0, logs = 0
+  EXPECT_EQ(logdet.abs().max().item<float>(), 0.0f);
+}
+
+// score[i][j] += q_i . e_{clip(j-i)} (zero beyond the window), out_i += sum_j p_ij e_{j-i}:
+// the relative-position attention written directly, against the skewing implementation.
+TEST_F(FlowsTest, RelativeAttentionMatchesDirectFormula) {
+  const int64_t ch = 6, heads = 2, window = 2, kc = ch / heads;
+  MultiHeadAttention mha(ch, ch, heads, window, 0.0);
+  mha->to(torch::kDouble);
+  for (int64_t t : {1, 2, 3, 4, 7}) {
+    auto x = torch::randn({2, ch, t}, torch::kDouble);
+    auto lens = std::vector<int64_t>{t, std::max<int64_t>(1, t - 1)};
+    auto m = mask_of(lens, t, torch::kDouble);
+    auto attn_mask = m.unsqueeze(2) * m.unsqueeze(-1);
+    auto out = mha->forward(x, x, attn_mask);
+
+    auto params = mha->named_parameters();
+    auto conv = [&](const std::string& p, const torch::Tensor& v) {
+      return torch::conv1d(v, params[p + ".weight"], params[p + ".bias"]);
+    };
+    auto q = conv("conv_q", x).view({2, heads, kc, t}), k = conv("conv_k", x).view({2, heads, kc, t}),
+         v = conv("conv_v", x).view({2, heads, kc, t});
+    auto ek = params["emb_rel_k"][0], ev = params["emb_rel_v"][0];
+    auto expected = torch::zeros({2, heads, kc, t}, torch::kDouble);
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t h = 0; h < heads; ++h) {
+        auto scores = torch::zeros({t, t}, torch::kDouble);
+        for (int64_t i = 0; i < t; ++i) {
+          for (int64_t j = 0; j < t; ++j) {
+            double s = torch::dot(q[b][h].select(1, i), k[b][h].select(1, j)).item<double>();
+            if (std::abs(j - i) <= window) s += torch::dot(q[b][h].select(1, i), ek[j - i + window]).item<double>();
+            s /= std::sqrt(static_cast<double>(kc));
+            if (j >= lens[b] || i >= lens[b]) s = -1e4;
+            scores[i][j] = s;
+          }
+        }
+        auto p = torch::softmax(scores, 1);
+        for (int64_t i = 0; i < t; ++i) {
+          auto acc = torch::zeros({kc}, torch::kDouble);
+          for (int64_t j = 0; j < t; ++j) {
+            acc += p[i][j] * v[b][h].select(1, j);
+            if (std::abs(j - i) <= window) acc += p[i][j] * ev[j - i + window];
+          }
+          expected[b][h].select(1, i).copy_(acc);
+        }
+      }
+    }
+    auto exp_out = conv("conv_o", expected.view({2, ch, t}));
+    EXPECT_LT(max_abs_diff(out, exp_out), 1e-10) << "t=" << t;
+  }
+}
+
+}  // namespace
+}  // namespace monoflow::models
