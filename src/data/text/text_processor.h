@@ -10,7 +10,9 @@
 //
 // Behaviour follows the original Glow-TTS / keithito text pipeline (text_to_sequence with
 // cleaners, optional CMUdict, curly-brace ARPAbet, add_space, add_blank). Encoding is const and
-// thread-safe: several loader threads may share one TextProcessor.
+// thread-safe: several loader threads may share one TextProcessor. With the ipa set, curly
+// braces have no special meaning (they are unknown characters). A text can encode to no ids
+// at all (e.g. only unknown characters): callers treat an empty result as a bad line.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +32,7 @@ struct TextOptions {
   std::string cmudict_path;       // empty: no dictionary (english set only)
   bool add_space = false;         // text = " " + strip(text) + " " before encoding (original)
   bool add_blank = false;         // intersperse blank_id() between all tokens and at both ends
-  std::string espeak_voice = "en-us";  // ipa only
+  std::string espeak_voice = "en-us";  // ipa only: a voice ("en-us") or a language ("en-gb")
   // Characters without a symbol are dropped (as the original) and counted; with this set they
   // throw UserError naming the character instead.
   bool error_on_unknown = false;
