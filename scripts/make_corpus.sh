@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Renders the default monoflow corpus: the sentences of scripts/corpus/sentences.txt (written for
+# the project) spoken by espeak-ng, as an LJSpeech-format folder:
+#   <out>/metadata.csv   id|text|text   (the text front-end's cleaners do the normalisation)
+#   <out>/wavs/<id>.wav  22050 Hz, 16-bit, mono
+# Usage: scripts/make_corpus.sh [out_dir (default data/monoflow-corpus)] [--limit N] [--jobs N]
+# Idempotent: a wav is rendered only when missing or when its sentence/voice changed.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SENTENCES=$ROOT/scripts/corpus/sentences.txt
+OUT=""
+LIMIT=0
+JOBS=$(nproc 2>/dev/null || echo 2)
+while (($#)); do
+  case "$1" in
+    --limit) LIMIT=$2; shift 2 ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) OUT=$1; shift ;;
+  esac
+done
+OUT=${OUT:-data/monoflow-corpus}
+VOICE=${MONOFLOW_CORPUS_VOICE:-en-us}
+SPEED=${MONOFLOW_CORPUS_SPEED:-160}
+RATE=22050
+
+command -v espeak-ng >/dev/null || { echo "make_corpus: espeak-ng is not installed (apt-get install espeak-ng)" >&2; exit 1; }
+mkdir -p "$OUT/wavs" "$OUT/.sums"
+
+n_total=$(wc -l < "$SENTENCES")
+((LIMIT > 0 && LIMIT < n_total)) && n_total=$LIMIT
+
+# One job per sentence that needs rendering: its line number.
+export OUT VOICE SPEED RATE SENTENCES
+render() {
+  local n=$1 id text sum tmp
+  id=$(printf 'mfc-%04d' "$n")
+  text=$(sed -n "${n}p" "$SENTENCES")
+  sum=$(printf '%s|%s|%s' "$VOICE" "$SPEED" "$text" | md5sum | cut -c1-32)
+  if [[ -s "$OUT/wavs/$id.wav" && "$(cat "$OUT/.sums/$id" 2>/dev/null)" == "$sum" ]]; then return 0; fi
+  tmp="$OUT/wavs/.$id.tmp.wav"
+  printf '%s' "$text" | espeak-ng -v "$VOICE" -s "$SPEED" --stdin -w "$tmp"
+  if command -v soxi >/dev/null && [[ "$(soxi -r "$tmp")" != "$RATE" || "$(soxi -c "$tmp")" != 1 ]]; then
+    sox "$tmp" -r "$RATE" -c 1 -b 16 "$tmp.2.wav" && mv "$tmp.2.wav" "$tmp"
+  fi
+  mv "$tmp" "$OUT/wavs/$id.wav"
+  printf '%s' "$sum" > "$OUT/.sums/$id"
+  echo x
+}
+export -f render
+start=$(date +%s%N)
+rendered=$(seq 1 "$n_total" | xargs -P "$JOBS" -I{} bash -c 'render {}' | wc -l)
+
+# metadata.csv, written atomically
+tmp_meta="$OUT/.metadata.csv.tmp"
+: > "$tmp_meta"
+n=0
+while IFS= read -r line && ((n < n_total)); do
+  n=$((n + 1))
+  printf 'mfc-%04d|%s|%s\n' "$n" "$line" "$line" >> "$tmp_meta"
+done < "$SENTENCES"
+mv "$tmp_meta" "$OUT/metadata.csv"
+ms=$((($(date +%s%N) - start) / 1000000))
+printf 'make_corpus: %s: %d utterances (%d rendered now) in %d.%03d s\n' "$OUT" "$n_total" "$rendered" $((ms / 1000)) $((ms % 1000))

@@ -1,0 +1,173 @@
+#include "data/manifest.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <random>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace monoflow::data {
+
+BadLines::BadLines(const std::string& policy) {
+  if (policy != "skip" && policy != "error") {
+    throw UserError("data.on_bad_line: '" + policy + "' is not one of skip | error");
+  }
+  skip_ = policy == "skip";
+}
+
+void BadLines::report(const std::string& file, int line, const std::string& what) {
+  if (!skip_) throw FileError(file, line, what);
+  if (skipped_ < max_printed_) {
+    std::cerr << "warning: " << FileError(file, line, what).what() << " (skipped)\n";
+  }
+  ++skipped_;
+}
+
+namespace {
+
+std::vector<std::string> split_pipes(const std::string& s, size_t max_fields) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (out.size() + 1 < max_fields) {
+    const size_t p = s.find('|', start);
+    if (p == std::string::npos) break;
+    out.push_back(s.substr(start, p - start));
+    start = p + 1;
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::ifstream open_text(const std::string& path, const std::string& hint) {
+  std::ifstream in(path);
+  if (!in) throw FileError(path, 0, "cannot open: " + hint);
+  return in;
+}
+
+}  // namespace
+
+std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& bad) {
+  const std::string meta = (fs::path(dataset_dir) / "metadata.csv").string();
+  std::ifstream in = open_text(meta, "an LJSpeech folder needs metadata.csv (id|raw|normalized)");
+  std::vector<Utterance> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty()) continue;
+    auto f = split_pipes(line, 3);
+    if (f.size() < 3) {
+      bad.report(meta, n, "expected 3 '|'-separated fields (id|raw|normalized), found " +
+                              std::to_string(f.size()));
+      continue;
+    }
+    Utterance u;
+    u.id = trim(f[0]);
+    u.text = trim(f[2]);
+    if (u.id.empty()) {
+      bad.report(meta, n, "empty id");
+      continue;
+    }
+    if (u.text.empty()) {
+      bad.report(meta, n, "empty normalized text");
+      continue;
+    }
+    u.audio_path = (fs::path(dataset_dir) / "wavs" / (u.id + ".wav")).string();
+    u.source = meta;
+    u.line = n;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker,
+                                     int n_speakers, const std::string& base_dir,
+                                     BadLines& bad) {
+  std::ifstream in = open_text(path, multi_speaker ? "expected a filelist path|speaker|text"
+                                                   : "expected a filelist path|text");
+  const size_t want = multi_speaker ? 3 : 2;
+  std::vector<Utterance> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (trim(line).empty()) continue;
+    auto f = split_pipes(line, want);
+    if (f.size() < want) {
+      bad.report(path, n,
+                 std::string("expected ") + (multi_speaker ? "path|speaker|text" : "path|text") +
+                     ", found " + std::to_string(f.size()) + " field(s)");
+      continue;
+    }
+    Utterance u;
+    const std::string audio = trim(f[0]);
+    u.text = trim(f.back());
+    if (audio.empty()) {
+      bad.report(path, n, "empty audio path");
+      continue;
+    }
+    if (u.text.empty()) {
+      bad.report(path, n, "empty text");
+      continue;
+    }
+    if (multi_speaker) {
+      const std::string sp = trim(f[1]);
+      char* end = nullptr;
+      const long long v = sp.empty() ? -1 : std::strtoll(sp.c_str(), &end, 10);
+      if (sp.empty() || *end != '\0' || v < 0) {
+        bad.report(path, n, "speaker '" + sp + "' is not a non-negative integer");
+        continue;
+      }
+      if (n_speakers > 0 && v >= n_speakers) {
+        bad.report(path, n, "speaker " + sp + " >= data.n_speakers (" +
+                                std::to_string(n_speakers) + ")");
+        continue;
+      }
+      u.speaker = v;
+    }
+    fs::path p(audio);
+    if (p.is_relative() && !base_dir.empty()) p = fs::path(base_dir) / p;
+    u.audio_path = p.string();
+    u.id = p.stem().string();
+    u.source = path;
+    u.line = n;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+std::pair<std::vector<Utterance>, std::vector<Utterance>> seeded_split(
+    const std::vector<Utterance>& all, int validation_size, int64_t seed) {
+  const size_t n = all.size();
+  size_t n_val = std::min<size_t>(std::max(validation_size, 0), n > 0 ? n - 1 : 0);
+  std::vector<size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::mt19937_64 rng(static_cast<uint64_t>(seed) ^ 0x5eed5111ULL);
+  // Fisher-Yates with our own index draws: std::shuffle's algorithm is implementation-defined.
+  for (size_t i = n; i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng() % i);
+    std::swap(idx[i - 1], idx[j]);
+  }
+  std::vector<char> is_val(n, 0);
+  for (size_t i = 0; i < n_val; ++i) is_val[idx[i]] = 1;
+  std::pair<std::vector<Utterance>, std::vector<Utterance>> out;
+  for (size_t i = 0; i < n; ++i) (is_val[i] ? out.second : out.first).push_back(all[i]);
+  return out;
+}
+
+}  // namespace monoflow::data

@@ -1,0 +1,65 @@
+// Helpers for the data tests: a temporary folder and small synthetic LJSpeech-layout corpora.
+#pragma once
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "data/audio.h"
+#include "data/dataset.h"
+#include "data/posix_fs.h"
+
+namespace monoflow::data::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/monoflow-data-XXXXXX";
+    path_ = mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    posix::remove_tree(path_);
+  }
+  std::string operator/(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A tone of `samples` samples on the int16 grid (exactly representable after a wav round trip).
+inline std::vector<float> tone(int64_t samples, double hz, int rate, double amp = 0.3) {
+  std::vector<float> x(samples);
+  for (int64_t i = 0; i < samples; ++i) {
+    x[i] = static_cast<float>(std::nearbyint(amp * std::sin(2 * M_PI * hz * i / rate) * 32768.0) / 32768.0);
+  }
+  return x;
+}
+
+inline void write_text(const std::string& path, const std::string& content) {
+  std::ofstream(path) << content;
+}
+
+// dir/metadata.csv + dir/wavs/u<i>.wav with lengths samples[i] at 22050 Hz; text "text <i>".
+inline void make_synthetic_ljspeech(const std::string& dir, const std::vector<int64_t>& samples) {
+  posix::make_dirs(dir + "/wavs");
+  std::ofstream meta(std::filesystem::path(dir) / "metadata.csv");
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const std::string id = "u" + std::to_string(i);
+    write_audio(dir + "/wavs/" + id + ".wav", tone(samples[i], 200.0 + 37.0 * i, 22050), 22050);
+    meta << id << "|Text " << i << ".|text " << i << "\n";
+  }
+}
+
+// A stand-in for the text front-end: one id per byte (tests of the data library only).
+inline std::vector<int64_t> byte_encoder(const std::string& s) {
+  std::vector<int64_t> out;
+  for (unsigned char c : s) out.push_back(c);
+  return out;
+}
+
+}  // namespace monoflow::data::testing

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "data/audio.h"
+#include "data_test_util.h"
+
+namespace {
+
+using namespace monoflow::data;
+using monoflow::data::testing::TempDir;
+using monoflow::data::testing::tone;
+
+TEST(Audio, ReadsInt16WavExactly) {
+  TempDir dir;
+  auto x = tone(5000, 440.0, 22050);
+  write_audio(dir / "a.wav", x, 22050);
+  auto info = probe_audio(dir / "a.wav");
+  EXPECT_EQ(info.frames, 5000);
+  EXPECT_EQ(info.sample_rate, 22050);
+  EXPECT_EQ(info.channels, 1);
+  auto a = read_audio(dir / "a.wav", 22050, true);
+  EXPECT_EQ(a.samples, x);
+  EXPECT_EQ(a.sample_rate, 22050);
+  EXPECT_EQ(a.source_channels, 1);
+}
+
+TEST(Audio, ReadsFlacExactlyAndOgg) {
+  TempDir dir;
+  auto x = tone(8000, 300.0, 22050);
+  write_audio(dir / "a.flac", x, 22050);
+  EXPECT_EQ(read_audio(dir / "a.flac", 22050, false).samples, x);
+  write_audio(dir / "a.ogg", x, 22050);
+  auto ogg = read_audio(dir / "a.ogg", 22050, false);
+  ASSERT_EQ(ogg.samples.size(), x.size());
+  double err = 0, energy = 0;
+  for (size_t i = 1000; i < x.size() - 1000; ++i) {
+    err += (ogg.samples[i] - x[i]) * (ogg.samples[i] - x[i]);
+    energy += x[i] * x[i];
+  }
+  EXPECT_LT(err / energy, 0.01);  // lossy codec: within 20 dB of the original
+}
+
+TEST(Audio, DownmixesChannelsToTheirMean) {
+  TempDir dir;
+  auto l = tone(3000, 440.0, 22050, 0.5);
+  auto r = tone(3000, 660.0, 22050, 0.25);
+  std::vector<float> inter;
+  for (size_t i = 0; i < l.size(); ++i) {
+    inter.push_back(l[i]);
+    inter.push_back(r[i]);
+  }
+  write_audio(dir / "s.wav", inter, 22050, 2);
+  auto a = read_audio(dir / "s.wav", 22050, false);
+  EXPECT_EQ(a.source_channels, 2);
+  ASSERT_EQ(a.samples.size(), l.size());
+  for (size_t i = 0; i < l.size(); ++i) ASSERT_FLOAT_EQ(a.samples[i], (l[i] + r[i]) / 2) << i;
+}
+
+TEST(Audio, ResamplesWithSoxr) {
+  TempDir dir;
+  auto x = tone(44100, 440.0, 44100);  // one second at 44.1 kHz
+  write_audio(dir / "hi.wav", x, 44100);
+  auto a = read_audio(dir / "hi.wav", 22050, true);
+  EXPECT_EQ(a.source_rate, 44100);
+  EXPECT_EQ(a.sample_rate, 22050);
+  ASSERT_EQ(static_cast<int64_t>(a.samples.size()), resampled_length(44100, 44100, 22050));
+  ASSERT_EQ(a.samples.size(), 22050u);
+  // Away from the edges the result is the same tone sampled at 22.05 kHz.
+  auto ideal = tone(22050, 440.0, 22050);
+  double max_err = 0;
+  for (size_t i = 500; i < 21500; ++i) max_err = std::max(max_err, double(std::abs(a.samples[i] - ideal[i])));
+  EXPECT_LT(max_err, 2e-3);
+  EXPECT_EQ(resampled_length(16000, 16000, 22050), 22050);
+  EXPECT_EQ(resampled_length(1001, 48000, 22050), 460);  // round(459.84)
+}
+
+TEST(Audio, RateMismatchRejectedWhenResamplingIsOff) {
+  TempDir dir;
+  write_audio(dir / "16k.wav", tone(1600, 440.0, 16000), 16000);
+  try {
+    read_audio(dir / "16k.wav", 22050, false);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "16k.wav");
+    EXPECT_NE(std::string(e.what()).find("16000"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("on_rate_mismatch"), std::string::npos);
+  }
+}
+
+TEST(Audio, MissingOrGarbageFileIsAFileError) {
+  TempDir dir;
+  EXPECT_THROW(probe_audio(dir / "missing.wav"), monoflow::FileError);
+  monoflow::data::testing::write_text(dir / "junk.wav", "this is not audio at all, just text");
+  try {
+    read_audio(dir / "junk.wav", 22050, true);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "junk.wav");
+  }
+}
+
+}  // namespace

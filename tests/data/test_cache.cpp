@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "data/dataset.h"
+#include "data/feature_cache.h"
+#include "data_test_util.h"
+
+namespace {
+
+using namespace monoflow::data;
+using namespace monoflow::data::testing;
+
+TEST(FeatureCache, StoreLoadRoundTrip) {
+  TempDir dir;
+  write_audio(dir / "a.wav", tone(4000, 440, 22050), 22050);
+  FeatureCache cache(dir / "cache", MelOptions{});
+  const auto key = cache.key(dir / "a.wav");
+  EXPECT_FALSE(cache.load(key).has_value());
+  auto mel = torch::randn({80, 17});
+  cache.store(key, mel);
+  auto back = cache.load(key);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(torch::equal(*back, mel));
+  EXPECT_TRUE(posix::stat_path(cache.entry_path(key)).exists);
+}
+
+TEST(FeatureCache, SettingsOrFileChangeMisses) {
+  TempDir dir;
+  write_audio(dir / "a.wav", tone(4000, 440, 22050), 22050);
+  MelOptions o;
+  FeatureCache cache(dir / "cache", o);
+  const auto key = cache.key(dir / "a.wav");
+  cache.store(key, torch::zeros({80, 17}));
+  MelOptions hop = o;
+  hop.hop_length = 200;
+  MelOptions fmax = o;
+  fmax.mel_fmax = 7600;
+  MelOptions noise = o;
+  noise.add_noise = false;
+  for (const MelOptions& changed : {hop, fmax, noise}) {
+    FeatureCache other(dir / "cache", changed);
+    EXPECT_NE(other.key(dir / "a.wav"), key);
+    EXPECT_FALSE(other.load(other.key(dir / "a.wav")).has_value());
+  }
+  EXPECT_TRUE(FeatureCache(dir / "cache", o).load(key).has_value());
+  // Rewriting the audio (new size, new mtime) changes the key.
+  struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 0}};  // mtime: 2001
+  ASSERT_EQ(utimensat(AT_FDCWD, (dir / "a.wav").c_str(), times, 0), 0);
+  const auto older = cache.key(dir / "a.wav");
+  EXPECT_NE(older, key);
+  EXPECT_FALSE(cache.load(older).has_value());
+  write_audio(dir / "a.wav", tone(4100, 440, 22050), 22050);
+  EXPECT_NE(cache.key(dir / "a.wav"), key);
+}
+
+TEST(FeatureCache, TruncatedEntryIsAMiss) {
+  TempDir dir;
+  write_audio(dir / "a.wav", tone(4000, 440, 22050), 22050);
+  FeatureCache cache(dir / "cache", MelOptions{});
+  const auto key = cache.key(dir / "a.wav");
+  cache.store(key, torch::ones({80, 17}));
+  const std::string entry = cache.entry_path(key);
+  ASSERT_EQ(truncate(entry.c_str(), posix::stat_path(entry).size - 8), 0);
+  EXPECT_FALSE(cache.load(key).has_value());
+}
+
+TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
+  TempDir dir;
+  make_synthetic_ljspeech(dir / "lj", {6000, 9000});
+  DataOptions o;
+  o.dataset_dir = dir / "lj";
+  o.cache_dir = dir / "cache";
+  BadLines bad("error");
+  auto utts = read_ljspeech(o.dataset_dir, bad);
+  TtsDataset ds(utts, o, byte_encoder, bad);
+  ASSERT_NE(ds.cache(), nullptr);
+  EXPECT_TRUE(ds.ensure_cached(0));
+  EXPECT_FALSE(ds.ensure_cached(0));
+  auto first = ds.get(1, 1);  // miss: computed and stored
+  const auto key = ds.cache()->key(ds.item(1).utterance.audio_path);
+  auto stored = ds.cache()->load(key);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_TRUE(torch::equal(*stored, first.mel));
+  // Cached mels are fixed per utterance: another dither seed returns the stored one.
+  EXPECT_TRUE(torch::equal(ds.get(1, 2).mel, first.mel));
+  // And equal to a fresh computation with the key-derived dither seed.
+  EXPECT_TRUE(torch::equal(ds.compute_mel(1, fnv1a64(key)), first.mel));
+}
+
+}  // namespace

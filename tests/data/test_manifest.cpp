@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/error.h"
+#include "data/manifest.h"
+#include "data_test_util.h"
+
+namespace {
+
+using namespace monoflow::data;
+using monoflow::data::testing::TempDir;
+using monoflow::data::testing::write_text;
+
+TEST(Manifest, LJSpeechUsesTheNormalizedColumn) {
+  TempDir dir;
+  write_text(dir / "metadata.csv",
+             "LJ001-0001|Printing, in the 1st sense|Printing, in the first sense\r\n"
+             "\n"
+             "LJ001-0002|Mr. Smith|Mister Smith\n");
+  BadLines bad("error");
+  auto u = read_ljspeech(dir.path(), bad);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].id, "LJ001-0001");
+  EXPECT_EQ(u[0].text, "Printing, in the first sense");
+  EXPECT_EQ(u[0].audio_path, dir / "wavs/LJ001-0001.wav");
+  EXPECT_EQ(u[0].line, 1);
+  EXPECT_EQ(u[1].text, "Mister Smith");
+  EXPECT_EQ(u[1].line, 3);
+  EXPECT_EQ(u[1].speaker, -1);
+}
+
+TEST(Manifest, ErrorPolicyNamesFileAndLine) {
+  TempDir dir;
+  write_text(dir / "metadata.csv", "a|A|a\nb|only two\nc|C|c\n");
+  BadLines bad("error");
+  try {
+    read_ljspeech(dir.path(), bad);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "metadata.csv");
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("metadata.csv:2:"), std::string::npos);
+  }
+}
+
+TEST(Manifest, SkipPolicyCountsBadLines) {
+  TempDir dir;
+  write_text(dir / "metadata.csv", "a|A|a\nb|only two\nc|C|   \n|D|d\ne|E|e\n");
+  BadLines bad("skip");
+  auto u = read_ljspeech(dir.path(), bad);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].id, "a");
+  EXPECT_EQ(u[1].id, "e");
+  EXPECT_EQ(bad.skipped(), 3);
+  EXPECT_THROW(BadLines("ignore"), monoflow::UserError);
+}
+
+TEST(Manifest, MissingMetadataIsAFileError) {
+  TempDir dir;
+  BadLines bad("skip");
+  EXPECT_THROW(read_ljspeech(dir / "nowhere", bad), monoflow::FileError);
+  EXPECT_THROW(read_filelist(dir / "none.txt", false, 0, "", bad), monoflow::FileError);
+}
+
+TEST(Manifest, FilelistSingleSpeaker) {
+  TempDir dir;
+  write_text(dir / "list.txt", "DUMMY/LJ001-0001.wav|Text one.\n/abs/x.wav|Two | with a pipe\nnopipe\n");
+  BadLines bad("skip");
+  auto u = read_filelist(dir / "list.txt", false, 0, "/data/lj", bad);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].audio_path, "/data/lj/DUMMY/LJ001-0001.wav");
+  EXPECT_EQ(u[0].id, "LJ001-0001");
+  EXPECT_EQ(u[0].text, "Text one.");
+  EXPECT_EQ(u[1].audio_path, "/abs/x.wav");
+  EXPECT_EQ(u[1].text, "Two | with a pipe");
+  EXPECT_EQ(bad.skipped(), 1);
+  auto rel = read_filelist(dir / "list.txt", false, 0, "", bad);
+  EXPECT_EQ(rel[0].audio_path, "DUMMY/LJ001-0001.wav");
+}
+
+TEST(Manifest, FilelistMultiSpeaker) {
+  TempDir dir;
+  write_text(dir / "list.txt", "a.wav|3|Hello.\nb.wav|x|Bad speaker.\nc.wav|12|Too big.\nd.wav|0|\ne.wav|11|Last.\n");
+  BadLines bad("skip");
+  auto u = read_filelist(dir / "list.txt", true, 12, "", bad);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].speaker, 3);
+  EXPECT_EQ(u[0].text, "Hello.");
+  EXPECT_EQ(u[1].speaker, 11);
+  EXPECT_EQ(u[1].line, 5);
+  EXPECT_EQ(bad.skipped(), 3);
+  BadLines strict("error");
+  try {
+    read_filelist(dir / "list.txt", true, 12, "", strict);
+    FAIL();
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.line(), 2);
+  }
+}
+
+TEST(Manifest, SeededSplitIsDeterministicAndDisjoint) {
+  std::vector<Utterance> all(50);
+  for (int i = 0; i < 50; ++i) all[i].id = "u" + std::to_string(i);
+  auto a = seeded_split(all, 10, 1234);
+  auto b = seeded_split(all, 10, 1234);
+  auto c = seeded_split(all, 10, 99);
+  ASSERT_EQ(a.first.size(), 40u);
+  ASSERT_EQ(a.second.size(), 10u);
+  std::set<std::string> ids;
+  for (auto& u : a.first) ids.insert(u.id);
+  for (auto& u : a.second) ids.insert(u.id);
+  EXPECT_EQ(ids.size(), 50u);
+  auto names = [](const std::vector<Utterance>& v) {
+    std::vector<std::string> n;
+    for (auto& u : v) n.push_back(u.id);
+    return n;
+  };
+  EXPECT_EQ(names(a.second), names(b.second));
+  EXPECT_NE(names(a.second), names(c.second));
+  // The validation part keeps the input order.
+  auto v = names(a.second);
+  for (size_t i = 1; i < v.size(); ++i) EXPECT_LT(std::stoi(v[i - 1].substr(1)), std::stoi(v[i].substr(1)));
+  EXPECT_EQ(seeded_split(all, 500, 1).first.size(), 1u);  // at least one left for training
+}
+
+}  // namespace
