@@ -55,6 +55,8 @@ struct DataSection {
   // ours
   std::string dataset_dir;            // LJSpeech layout: metadata.csv + wavs/
   std::string symbols = "english";    // english (the original 148 symbols) | ipa (espeak-ng phonemes)
+  std::string espeak_voice = "en-us"; // ipa only: an espeak-ng voice or language
+  std::string on_unknown_char = "skip";  // skip (drop, count, report once) | error
   int validation_size = 100;          // utterances held out by the seeded split
   std::string on_bad_line = "skip";   // skip (warn and count) | error
   std::string on_rate_mismatch = "resample";  // resample (soxr) | error

@@ -229,6 +229,8 @@ std::vector<Field> make_fields() {
       field("data.n_speakers", &C::data, &DS::n_speakers, at_least(0)),
       field("data.dataset_dir", &C::data, &DS::dataset_dir),
       field("data.symbols", &C::data, &DS::symbols, one_of({"english", "ipa"})),
+      field("data.espeak_voice", &C::data, &DS::espeak_voice),
+      field("data.on_unknown_char", &C::data, &DS::on_unknown_char, one_of({"skip", "error"})),
       field("data.validation_size", &C::data, &DS::validation_size, at_least(0)),
       field("data.on_bad_line", &C::data, &DS::on_bad_line, one_of({"skip", "error"})),
       field("data.on_rate_mismatch", &C::data, &DS::on_rate_mismatch, one_of({"resample", "error"})),
