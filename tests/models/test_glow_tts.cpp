@@ -17,6 +17,14 @@
 namespace monoflow::models {
 namespace {
 
+// These tensors are tiny: torch's intra-op threads only contend with each other (and with
+// parallel builds), which made a 40-step loop take 30 s instead of 0.7 s on two cores.
+class SingleThreadEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { torch::set_num_threads(1); }
+};
+const auto* const single_thread_env = ::testing::AddGlobalTestEnvironment(new SingleThreadEnvironment);
+
 using testing::data_path;
 using testing::randomize;
 using testing::tiny_options;
@@ -292,7 +300,7 @@ TEST(GlowTTS, TinyModelOverfitsOneBatch) {
   EXPECT_FALSE(model->ddi_pending());
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(3e-3).betas({0.9, 0.98}).eps(1e-9));
   double first = 0, last = 0, first_mle = 0, last_mle = 0;
-  const int steps = 40;
+  const int steps = 80;
   for (int step = 0; step < steps; ++step) {
     opt.zero_grad();
     auto out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, {}, cpu_mas());
@@ -307,8 +315,9 @@ TEST(GlowTTS, TinyModelOverfitsOneBatch) {
   }
   std::cout << "[ overfit ] loss " << first << " -> " << last << " (mle " << first_mle << " -> " << last_mle
             << ") in " << steps << " steps\n";
-  EXPECT_LT(last, first - 1.0);
-  EXPECT_LT(last_mle, first_mle - 0.8);
+  // Measured (seed 9, one thread): 2.87 -> about -0.4; the margins leave room for other BLAS.
+  EXPECT_LT(last, first - 2.5);
+  EXPECT_LT(last_mle, first_mle - 1.5);
 }
 
 }  // namespace
