@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "data/datasets.h"
+#include "data/serial_ops.h"
 
 namespace {
 
@@ -69,7 +70,6 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < ds->size(); ++i) work.emplace_back(ds, i);
       total_audio += ds->stats().audio_seconds;
     }
-    at::set_num_threads(1);  // one utterance per thread; no intra-op threads on top
     std::atomic<size_t> next{0}, done{0}, computed{0};
     std::atomic<int64_t> audio_samples{0};
     std::exception_ptr error;
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (int t = 0; t < jobs; ++t) {
       threads.emplace_back([&] {
+        data::SerialTorchOps serial;  // one utterance per thread; no intra-op threads on top
         for (size_t k; (k = next++) < work.size();) {
           const auto& [ds, i] = work[k];
           try {

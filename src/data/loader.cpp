@@ -1,8 +1,10 @@
 #include "data/loader.h"
 
 #include "common/error.h"
+#include "data/serial_ops.h"
 
 namespace monoflow::data {
+
 
 DataLoader::DataLoader(std::shared_ptr<const TtsDataset> dataset, const LoaderOptions& options)
     : dataset_(std::move(dataset)),
@@ -23,6 +25,7 @@ DataLoader::~DataLoader() {
 }
 
 Batch DataLoader::build(const std::vector<int64_t>& indices, int64_t epoch) const {
+  SerialTorchOps serial;  // one batch per thread
   const uint64_t epoch_seed = mix_seed(static_cast<uint64_t>(options_.seed), static_cast<uint64_t>(epoch));
   std::vector<Sample> samples;
   samples.reserve(indices.size());
