@@ -192,6 +192,159 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
   return out;
 }
 
+namespace {
+
+class TorchSavePickler {
+ public:
+  void put(const c10::IValue& v) {
+    if (v.isNone()) {
+      op('N');
+    } else if (v.isBool()) {
+      op(v.toBool() ? '\x88' : '\x89');
+    } else if (v.isInt()) {
+      put_int(v.toInt());
+    } else if (v.isDouble()) {
+      op('G');
+      const double d = v.toDouble();
+      uint64_t bits;
+      std::memcpy(&bits, &d, 8);
+      for (int i = 7; i >= 0; --i) out_ += static_cast<char>((bits >> (8 * i)) & 0xff);  // big-endian
+    } else if (v.isString()) {
+      put_string(v.toStringRef());
+    } else if (v.isTensor()) {
+      put_tensor(v.toTensor());
+    } else if (v.isGenericDict()) {
+      op('}');
+      auto d = v.toGenericDict();
+      if (d.empty()) return;
+      op('(');
+      for (const auto& kv : d) {
+        put(kv.key());
+        put(kv.value());
+      }
+      op('u');
+    } else if (v.isList()) {
+      op(']');
+      auto l = v.toListRef();
+      if (l.empty()) return;
+      op('(');
+      for (const auto& e : l) put(e);
+      op('e');
+    } else if (v.isTuple()) {
+      op('(');
+      for (const auto& e : v.toTupleRef().elements()) put(e);
+      op('t');
+    } else {
+      TORCH_CHECK(false, "write_torch_save: cannot serialise a ", v.tagKind());
+    }
+  }
+
+  std::string finish() {
+    op('.');
+    return std::move(out_);
+  }
+  std::vector<std::pair<std::string, at::Tensor>>& storages() { return storages_; }
+
+  TorchSavePickler() { out_ += "\x80\x02"; }  // PROTO 2, as torch.save
+
+ private:
+  void op(char c) { out_ += c; }
+  void put_u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_ += static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  void put_int(int64_t v) {
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+      op('J');
+      put_u32(static_cast<uint32_t>(static_cast<int32_t>(v)));
+    } else {
+      op('\x8a');  // LONG1, 8 bytes little-endian two's complement
+      out_ += '\x08';
+      const auto u = static_cast<uint64_t>(v);
+      for (int i = 0; i < 8; ++i) out_ += static_cast<char>((u >> (8 * i)) & 0xff);
+    }
+  }
+  void put_string(const std::string& s) {
+    op('X');
+    put_u32(static_cast<uint32_t>(s.size()));
+    out_ += s;
+  }
+  void put_global(const char* module, const char* name) {
+    op('c');
+    out_ += module;
+    out_ += '\n';
+    out_ += name;
+    out_ += '\n';
+  }
+  static const char* storage_name(at::ScalarType t) {
+    switch (t) {
+      case at::kFloat: return "FloatStorage";
+      case at::kDouble: return "DoubleStorage";
+      case at::kHalf: return "HalfStorage";
+      case at::kBFloat16: return "BFloat16Storage";
+      case at::kLong: return "LongStorage";
+      case at::kInt: return "IntStorage";
+      case at::kShort: return "ShortStorage";
+      case at::kChar: return "CharStorage";
+      case at::kByte: return "ByteStorage";
+      case at::kBool: return "BoolStorage";
+      default: TORCH_CHECK(false, "write_torch_save: unsupported dtype ", t);
+    }
+  }
+  void put_tensor(const at::Tensor& t_in) {
+    auto t = t_in.detach().to(at::kCPU).contiguous();
+    const std::string key = std::to_string(storages_.size());
+    storages_.emplace_back(key, t);
+    put_global("torch._utils", "_rebuild_tensor_v2");
+    op('(');
+    op('(');  // persistent id: ('storage', <T>Storage, key, 'cpu', numel)
+    put_string("storage");
+    put_global("torch", storage_name(t.scalar_type()));
+    put_string(key);
+    put_string("cpu");
+    put_int(t.numel());
+    op('t');
+    op('Q');          // BINPERSID
+    put_int(0);       // storage offset
+    op('(');
+    for (auto s : t.sizes()) put_int(s);
+    op('t');
+    op('(');
+    for (auto s : t.strides()) put_int(s);
+    op('t');
+    op('\x89');       // requires_grad False
+    put_global("collections", "OrderedDict");  // backward hooks: OrderedDict()
+    op(')');
+    op('R');
+    op('t');
+    op('R');
+  }
+
+  std::string out_;
+  std::vector<std::pair<std::string, at::Tensor>> storages_;
+};
+
+}  // namespace
+
+std::vector<char> write_torch_save(const c10::IValue& value) {
+  TorchSavePickler pickler;
+  pickler.put(value);
+  const std::string pkl = pickler.finish();
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    bytes.insert(bytes.end(), p, p + n);
+    return n;
+  });
+  writer.writeRecord("data.pkl", pkl.data(), pkl.size());
+  static const std::string byteorder = "little";
+  writer.writeRecord("byteorder", byteorder.data(), byteorder.size());
+  for (const auto& [key, t] : pickler.storages()) {
+    writer.writeRecord("data/" + key, t.data_ptr(), t.numel() * t.element_size());
+  }
+  writer.writeEndOfFile();
+  return bytes;
+}
+
 c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source) {
   if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K') {
     throw UserError(source + ": not a zip-format torch.save file (files written by torch < 1.6 "

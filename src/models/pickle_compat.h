@@ -23,4 +23,12 @@ std::string patch_ordered_dicts(std::string pickle, const std::string& source);
 // the CPU. `source` names the file in error messages.
 c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source);
 
+// Serialises `value` the way Python's torch.save does (zip archive, pickle protocol 2, one
+// storage record per tensor, tensors rebuilt by torch._utils._rebuild_tensor_v2), so that
+// torch.load reads it with its default weights_only=True. Supports dicts (string keys keep
+// their insertion order), lists, tuples, tensors (stored contiguous, on the CPU), ints,
+// doubles, strings, bools and None. (torch::pickle_save's output needs weights_only=False
+// in Python, because it tags container types with torch.jit._pickle.restore_type_tag.)
+std::vector<char> write_torch_save(const c10::IValue& value);
+
 }  // namespace monoflow::models

@@ -163,9 +163,9 @@ void export_official_weights(const GlowTTSImpl& model, const std::string& path, 
     ck.insert("model", sd);
     ck.insert("iteration", iteration);
     ck.insert("learning_rate", learning_rate);
-    bytes = torch::pickle_save(ck);
+    bytes = write_torch_save(ck);
   } else {
-    bytes = torch::pickle_save(sd);
+    bytes = write_torch_save(sd);
   }
   std::ofstream out(path, std::ios::binary);
   if (!out) throw FileError(path, 0, "cannot write the weights file");
