@@ -129,9 +129,12 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
 
   // preprocess: cut the mel and its lengths to a multiple of n_sqz
   const int64_t y_max = (mel.size(2) / n_sqz) * n_sqz;
-  auto y = mel.to(device, enc.x_m.scalar_type()).slice(2, 0, y_max);
+  // The model's parameter dtype, not x_m's: under autocast x_m may be bfloat16/half, while
+  // the flows take the mel in full precision (autocast lowers it per op).
+  const auto dtype = encoder->parameters().front().scalar_type();
+  auto y = mel.to(device, dtype).slice(2, 0, y_max);
   auto y_lengths = torch::div(mel_lengths_in.to(device, torch::kLong), n_sqz, "floor") * n_sqz;
-  auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(enc.x_mask.scalar_type());
+  auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(dtype);
 
   GlowTTSOutput out;
   std::tie(out.z, out.logdet) = decoder->forward(y, z_mask, g, /*reverse=*/false);
@@ -142,7 +145,7 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
   opts.want_durations = true;
   opts.path_dtype = torch::kFloat32;
   auto mas_result = align::maximum_path(logp.to(torch::kFloat32), text_lengths, y_lengths, opts);
-  auto attn = mas_result.path.to(enc.x_m.scalar_type()).detach();  // [B,T,S]
+  auto attn = mas_result.path.to(dtype).detach();  // [B,T,S]
 
   auto attn_t = attn.transpose(1, 2);  // [B,S,T]
   out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
@@ -189,8 +192,17 @@ InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tenso
   return out;
 }
 
-torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
-                       const torch::Tensor& logdet, const torch::Tensor& z_mask) {
+namespace {
+// Losses are reduced in float32 at least: under autocast their inputs may be bfloat16/half.
+torch::Tensor upcast(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kHalf || t.scalar_type() == torch::kBFloat16 ? t.to(torch::kFloat) : t;
+}
+}  // namespace
+
+torch::Tensor mle_loss(const torch::Tensor& z_in, const torch::Tensor& z_m_in, const torch::Tensor& z_logs_in,
+                       const torch::Tensor& logdet_in, const torch::Tensor& z_mask_in) {
+  auto z = upcast(z_in), z_m = upcast(z_m_in), z_logs = upcast(z_logs_in), logdet = upcast(logdet_in),
+       z_mask = upcast(z_mask_in);
   auto l = torch::sum(z_logs) + 0.5 * torch::sum(torch::exp(-2 * z_logs) * (z - z_m).pow(2));
   l = l - torch::sum(logdet);
   l = l / torch::sum(torch::ones_like(z) * z_mask);
@@ -198,7 +210,7 @@ torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const t
 }
 
 torch::Tensor duration_loss(const torch::Tensor& logw, const torch::Tensor& logw_, const torch::Tensor& x_lengths) {
-  return torch::sum((logw - logw_).pow(2)) / torch::sum(x_lengths.to(logw.device()));
+  return torch::sum((upcast(logw) - upcast(logw_)).pow(2)) / torch::sum(x_lengths.to(logw.device()));
 }
 
 }  // namespace monoflow::models
