@@ -1,0 +1,64 @@
+#include "train/align_compare.h"
+
+#include <chrono>
+
+#include "common/error.h"
+
+namespace monoflow::train {
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+std::pair<torch::Tensor, double> timed_durations(const torch::Tensor& logp, const torch::Tensor& text_lengths,
+                                                 const torch::Tensor& mel_lengths, align::Backend backend,
+                                                 float neg_inf) {
+  torch::NoGradGuard no_grad;
+  align::MasOptions o;
+  o.backend = backend;
+  o.neg_inf = neg_inf;
+  o.keep_input = true;  // every backend sees the same logp
+  o.want_path = false;
+  o.want_durations = true;
+  synchronize(logp.device());
+  const auto start = std::chrono::steady_clock::now();
+  auto result = align::maximum_path(logp, text_lengths, mel_lengths, o);
+  synchronize(logp.device());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return {result.durations, ms};
+}
+
+std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const torch::Tensor& text_lengths,
+                                            const torch::Tensor& mel_lengths,
+                                            const torch::Tensor& reference_durations,
+                                            align::Backend reference_backend,
+                                            const std::vector<align::Backend>& backends, float neg_inf,
+                                            const std::string& batch_label,
+                                            const std::vector<std::string>& ids) {
+  std::vector<BackendTiming> timings;
+  const torch::Tensor reference = reference_durations.to(torch::kCPU, torch::kInt64);
+  const torch::Tensor lengths = text_lengths.to(torch::kCPU, torch::kInt64);
+  for (const auto backend : backends) {
+    auto [durations, ms] = timed_durations(logp, text_lengths, mel_lengths, backend, neg_inf);
+    timings.push_back({backend, ms});
+    const torch::Tensor got = durations.to(torch::kCPU, torch::kInt64);
+    const torch::Tensor differs = got.ne(reference);
+    if (!differs.any().item<bool>()) continue;
+    // First differing (utterance, token); its start frame is the reference's cumulative sum.
+    const torch::Tensor where = differs.nonzero();
+    const int64_t b = where[0][0].item<int64_t>(), t = where[0][1].item<int64_t>();
+    const int64_t frame = t == 0 ? 0 : reference[b].slice(0, 0, t).sum().item<int64_t>();
+    const std::string id = b < static_cast<int64_t>(ids.size()) ? " '" + ids[b] + "'" : "";
+    throw UserError("--compare-align: MAS backend " + align::backend_name(backend) +
+                    " disagrees with the training step's " + align::backend_name(reference_backend) + " at " + batch_label +
+                    ", utterance " + std::to_string(b) + id + " (text length " +
+                    std::to_string(lengths[b].item<int64_t>()) + "), token " + std::to_string(t) +
+                    " starting at frame " + std::to_string(frame) + ": duration " +
+                    std::to_string(got[b][t].item<int64_t>()) + " vs " +
+                    std::to_string(reference[b][t].item<int64_t>()) +
+                    ". This is a bug in that backend; report it with this message");
+  }
+  return timings;
+}
+
+}  // namespace monoflow::train

@@ -1,0 +1,151 @@
+#include "train/step_bench.h"
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "common/error.h"
+#include "models/glow_tts.h"
+#include "train/align_compare.h"
+#include "train/noam.h"
+#include "train/options_map.h"
+#include "train/precision.h"
+#include "train/train_step.h"
+
+namespace monoflow::train {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+}  // namespace
+
+std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> text_len(60, 180);
+  std::uniform_real_distribution<double> stretch(0.85, 1.15);
+  std::uniform_int_distribution<int64_t> token(1, vocab - 1);
+  std::normal_distribution<float> mel_value(-5.0f, 2.0f);  // log-mel magnitudes of speech
+  std::vector<data::Batch> out;
+  for (int i = 0; i < count; ++i) {
+    std::vector<int64_t> t_len(batch_size), m_len(batch_size);
+    for (int b = 0; b < batch_size; ++b) {
+      t_len[b] = text_len(rng);
+      m_len[b] = std::min<int64_t>(1000, std::llround(t_len[b] * 5.6 * stretch(rng)));
+    }
+    const int64_t t_max = *std::max_element(t_len.begin(), t_len.end());
+    const int64_t m_max = *std::max_element(m_len.begin(), m_len.end());
+    data::Batch batch;
+    batch.text = torch::zeros({batch_size, t_max}, torch::kInt64);
+    batch.mel = torch::zeros({batch_size, n_mels, m_max}, torch::kFloat32);
+    auto text = batch.text.accessor<int64_t, 2>();
+    auto mel = batch.mel.accessor<float, 3>();
+    for (int b = 0; b < batch_size; ++b) {
+      for (int64_t t = 0; t < t_len[b]; ++t) text[b][t] = token(rng);
+      for (int c = 0; c < n_mels; ++c) {
+        for (int64_t s = 0; s < m_len[b]; ++s) mel[b][c][s] = mel_value(rng);
+      }
+      batch.ids.push_back("synthetic_" + std::to_string(i) + "_" + std::to_string(b));
+    }
+    batch.text_lengths = torch::tensor(t_len, torch::kInt64);
+    batch.mel_lengths = torch::tensor(m_len, torch::kInt64);
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
+                              const std::vector<data::Batch>& host_batches) {
+  if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
+    throw UserError("--precision: unknown '" + precision + "'; use tf32, fp32 or bf16");
+  }
+  if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !o.device.is_cuda())) {
+    throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
+  }
+  set_allow_tf32(precision != "fp32");
+  std::vector<data::Batch> batches;
+  for (const auto& b : host_batches) batches.push_back(to_device(b, o.device));
+
+  torch::manual_seed(o.seed);
+  models::GlowTTS model(model_options(o.config, o.vocab));
+  model->to(o.device);
+  model->train();
+  const auto& t = o.config.train;
+  torch::optim::Adam optimizer(model->parameters(),
+                               torch::optim::AdamOptions(t.learning_rate).betas({t.betas[0], t.betas[1]}).eps(t.eps));
+  const LrSchedule schedule(t.scheduler, t.learning_rate, o.config.model.hidden_channels, t.warmup_steps);
+
+  StepOptions so;
+  so.mas.backend = backend;
+  so.mas.neg_inf = static_cast<float>(o.config.run.mas_neg_inf);
+  so.grad_clip_value = t.grad_clip_value;
+  so.bf16 = precision == "bf16";
+  so.check_finite = false;  // the spec's step: forward, MAS, backward, clipping, optimizer step
+
+  {  // DDI on the first batch, as training starts (not timed)
+    torch::NoGradGuard no_grad;
+    model->set_ddi(true);
+    const auto& b = batches[0];
+    model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, so.mas);
+  }
+  int64_t step = 0;
+  auto run_step = [&]() {
+    const auto& b = batches[step % batches.size()];
+    ++step;
+    return train_step(model, optimizer, b, schedule.lr(step), so);
+  };
+  for (int i = 0; i < o.warmup_steps; ++i) run_step();
+  synchronize(o.device);
+  if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
+
+  std::vector<double> step_ms, mas_ms;
+  StepBenchRow row;
+  for (int i = 0; i < o.timed_steps; ++i) {
+    const auto& b = batches[step % batches.size()];
+    synchronize(o.device);
+    const auto start = std::chrono::steady_clock::now();
+    const StepResult r = run_step();
+    synchronize(o.device);
+    step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    row.nonfinite_steps += !torch::isfinite(r.loss_mle + r.loss_dur).item<bool>();
+    const torch::Tensor logp =
+        models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+    mas_ms.push_back(timed_durations(logp, b.text_lengths, r.out.y_lengths, backend, so.mas.neg_inf).second);
+  }
+  row.backend = align::backend_name(backend);
+  row.precision = precision;
+  row.batch_size = o.batch_size;
+  row.step_ms = median(step_ms);
+  row.step_ms_min = *std::min_element(step_ms.begin(), step_ms.end());
+  row.step_ms_max = *std::max_element(step_ms.begin(), step_ms.end());
+  row.mas_ms = median(mas_ms);
+  row.samples_per_s = row.step_ms > 0 ? o.batch_size * 1000.0 / row.step_ms : 0;
+  if (o.device.is_cuda()) {
+    const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
+    row.peak_memory_mib =
+        static_cast<double>(stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
+        (1024.0 * 1024.0);
+  }
+  return row;
+}
+
+std::string csv_header() {
+  return "backend,precision,B,step_ms,step_ms_min,step_ms_max,mas_ms,peak_mem_mib,samples_per_s,nonfinite_steps";
+}
+
+std::string csv_row(const StepBenchRow& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d", r.backend.c_str(), r.precision.c_str(),
+                r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max, r.mas_ms, r.peak_memory_mib, r.samples_per_s,
+                r.nonfinite_steps);
+  return buf;
+}
+
+}  // namespace monoflow::train

@@ -1,0 +1,54 @@
+// The training-step benchmark of shared/DESIGN.md ("Training step"), exactly:
+// synthetic LJSpeech-shaped batches (B = 32; text lengths uniform integers in [60, 180]; mel
+// lengths round(text_len * 5.6 * U(0.85, 1.15)) capped at 1000; vocabulary 148; 80 mel
+// channels), the ljspeech.yaml model, eight batches made once from a fixed seed and cycled,
+// 5 warm-up steps, then the median of 30 timed steps (forward, MAS, backward, clipping,
+// optimizer step) with the device synchronised around each step; per MAS backend and
+// precision. MAS milliseconds are measured right after each timed step by running the same
+// backend, synchronised, on that step's log-likelihood (the model gives no hook inside its
+// forward); they are not part of a separate step.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "align/mas.h"
+#include "data/batch.h"
+#include "train/config.h"
+
+namespace monoflow::train {
+
+struct StepBenchOptions {
+  Config config;               // the model section is used (ljspeech.yaml for the spec)
+  torch::Device device{torch::kCPU};
+  int batch_size = 32;
+  int num_batches = 8;
+  int warmup_steps = 5;
+  int timed_steps = 30;
+  int vocab = 148;
+  int n_mels = 80;
+  uint64_t seed = 1234;
+};
+
+struct StepBenchRow {
+  std::string backend, precision;  // precision: tf32 (float32, TF32 allowed) | fp32 | bf16
+  int batch_size = 0;
+  double step_ms = 0;              // median
+  double step_ms_min = 0, step_ms_max = 0;
+  double mas_ms = 0;               // median
+  double peak_memory_mib = 0;      // device peak allocated during the timed steps (0 on CPU)
+  double samples_per_s = 0;        // batch_size / median step
+  int nonfinite_steps = 0;         // timed steps whose loss was not finite (should be 0)
+};
+
+std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);
+
+StepBenchRow bench_train_step(const StepBenchOptions& options, align::Backend backend, const std::string& precision,
+                              const std::vector<data::Batch>& batches);
+
+std::string csv_header();
+std::string csv_row(const StepBenchRow& row);
+
+}  // namespace monoflow::train

@@ -1,0 +1,85 @@
+#include "train/train_step.h"
+
+#include "train/precision.h"
+
+namespace monoflow::train {
+namespace {
+
+struct Losses {
+  torch::Tensor mle, dur;
+  models::GlowTTSOutput out;
+};
+
+Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOptions& o) {
+  const auto device = b.text.device();
+  Losses l;
+  {
+    Bf16Autocast autocast(o.bf16, device);
+    l.out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, o.mas);
+  }
+  // The losses in float32 whatever the autocast dtype of the activations.
+  const auto& out = l.out;
+  l.mle = models::mle_loss(out.z.to(torch::kFloat32), out.z_m.to(torch::kFloat32),
+                           out.z_logs.to(torch::kFloat32), out.logdet.to(torch::kFloat32),
+                           out.z_mask.to(torch::kFloat32));
+  l.dur = models::duration_loss(out.logw.to(torch::kFloat32), out.logw_.to(torch::kFloat32), b.text_lengths);
+  return l;
+}
+
+}  // namespace
+
+data::Batch to_device(const data::Batch& batch, const torch::Device& device) {
+  data::Batch b = batch;
+  const bool nb = device.is_cuda();
+  b.text = batch.text.to(device, nb);
+  b.text_lengths = batch.text_lengths.to(device, nb);
+  b.mel = batch.mel.to(device, nb);
+  b.mel_lengths = batch.mel_lengths.to(device, nb);
+  if (batch.speakers.defined()) b.speakers = batch.speakers.to(device, nb);
+  return b;
+}
+
+StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer, const data::Batch& batch,
+                      double lr, const StepOptions& options) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+  optimizer.zero_grad(/*set_to_none=*/true);
+
+  Losses l = forward_losses(model, batch, options);
+  StepResult r;
+  r.loss_mle = l.mle.detach();
+  r.loss_dur = l.dur.detach();
+  const torch::Tensor loss = l.mle + l.dur;
+  r.out = std::move(l.out);
+  if (options.check_finite && !torch::isfinite(loss.detach()).item<bool>()) {
+    r.finite = false;
+    return r;
+  }
+  loss.backward();
+
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : model->parameters()) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (!grads.empty()) {
+    const auto norms = at::_foreach_norm(grads, 2);
+    r.grad_norm = torch::stack(norms).norm();
+    if (options.grad_clip_value > 0) {
+      at::_foreach_clamp_min_(grads, -options.grad_clip_value);
+      at::_foreach_clamp_max_(grads, options.grad_clip_value);
+    }
+  }
+  optimizer.step();
+  return r;
+}
+
+StepResult eval_step(models::GlowTTS& model, const data::Batch& batch, const StepOptions& options) {
+  torch::NoGradGuard no_grad;
+  Losses l = forward_losses(model, batch, options);
+  StepResult r;
+  r.loss_mle = l.mle;
+  r.loss_dur = l.dur;
+  r.out = std::move(l.out);
+  return r;
+}
+
+}  // namespace monoflow::train

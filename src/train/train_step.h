@@ -1,0 +1,40 @@
+// One Glow-TTS training step, shared by the trainer and bench_train_step:
+// zero grads, forward (MAS inside, on logp's device), MLE + duration loss, backward, gradient
+// value clipping, Adam step at the given learning rate. No host synchronisation unless the
+// finiteness check is on (one boolean read after the forward).
+#pragma once
+
+#include <torch/torch.h>
+
+#include "align/mas.h"
+#include "data/batch.h"
+#include "models/glow_tts.h"
+
+namespace monoflow::train {
+
+struct StepOptions {
+  align::MasOptions mas;
+  double grad_clip_value = 5.0;  // <= 0: no clipping
+  bool bf16 = false;             // autocast (CUDA only)
+  bool check_finite = true;      // skip backward and update when the loss is NaN/inf
+};
+
+struct StepResult {
+  torch::Tensor loss_mle;   // scalar, detached, on the model's device
+  torch::Tensor loss_dur;
+  torch::Tensor grad_norm;  // total 2-norm of the gradients before clipping (undefined if skipped)
+  bool finite = true;       // false: the update was skipped
+  models::GlowTTSOutput out;  // the forward's tensors (for alignment images and --compare-align)
+};
+
+// The batch must already be on the model's device.
+StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer, const data::Batch& batch,
+                      double lr, const StepOptions& options);
+
+// Forward + losses only, no gradient (validation, DDI).
+StepResult eval_step(models::GlowTTS& model, const data::Batch& batch, const StepOptions& options);
+
+// The batch's tensors moved to `device` (non-blocking from pinned memory).
+data::Batch to_device(const data::Batch& batch, const torch::Device& device);
+
+}  // namespace monoflow::train

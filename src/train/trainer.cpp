@@ -1,0 +1,441 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "common/error.h"
+#include "data/datasets.h"
+#include "data/loader.h"
+#include "data/text/text_processor.h"
+#include "models/glow_tts.h"
+#include "train/align_compare.h"
+#include "train/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/image.h"
+#include "train/metrics_log.h"
+#include "train/noam.h"
+#include "train/options_map.h"
+#include "train/precision.h"
+#include "train/progress.h"
+#include "train/rng_state.h"
+#include "train/signals.h"
+#include "train/tensorboard.h"
+#include "train/train_step.h"
+#include "train/validation.h"
+#include "train/wav.h"
+
+namespace monoflow::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string encode_position(const data::LoaderPosition& p) {
+  return std::to_string(p.epoch) + " " + std::to_string(p.batch);
+}
+
+data::LoaderPosition decode_position(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
+  data::LoaderPosition p;
+  if (!(in >> p.epoch >> p.batch) || p.epoch < 0 || p.batch < 0) {
+    throw FileError(path, 0, "the checkpoint's data-loader position is unreadable ('" + text +
+                                 "'); resume from another checkpoint");
+  }
+  return p;
+}
+
+std::string step_tag(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%09" PRId64, step);
+  return buf;
+}
+
+// Everything the loop writes besides checkpoints.
+struct RunOutputs {
+  std::unique_ptr<EventWriter> tb;
+  std::unique_ptr<MetricsLog> metrics;
+  fs::path images, samples;
+};
+
+void log_image(RunOutputs& out, const std::string& tag, const std::string& file, const Png& png, int64_t step) {
+  if (out.tb) out.tb->image(tag, png.bytes, png.height, png.width, png.channels, step);
+  write_file((out.images / file).string(), png.bytes);
+}
+
+class Trainer {
+ public:
+  Trainer(const Config& config, const RunOptions& options) : c_(config), o_(options), progress_(stderr) {}
+
+  RunSummary run();
+
+ private:
+  void setup();
+  void restore_or_initialise();
+  void log_step(const StepResult& r, const data::Batch& batch, double step_seconds);
+  void validate_now();
+  void save(const std::string& why);
+  void say(const std::string& text) {
+    if (!o_.quiet) progress_.message(text);
+  }
+
+  const Config& c_;
+  const RunOptions& o_;
+  ProgressLine progress_;
+
+  torch::Device device_{torch::kCPU};
+  align::Backend backend_ = align::Backend::kCpu;
+  bool bf16_ = false;
+  fs::path dir_, ckpt_dir_;
+  std::unique_ptr<text::TextProcessor> text_;
+  data::Datasets datasets_;
+  std::unique_ptr<data::DataLoader> loader_, val_loader_;
+  models::GlowTTS model_{nullptr};
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<LrSchedule> schedule_;
+  RunOutputs out_;
+  StepOptions step_options_;
+
+  int64_t step_ = 0, skipped_ = 0, nonfinite_in_row_ = 0;
+  bool ddi_pending_ = false;
+  std::string last_checkpoint_;
+  int64_t last_checkpoint_step_ = -1;
+
+  // Logging accumulators since the last log line.
+  Clock::time_point last_log_time_;
+  int64_t last_log_step_ = 0;
+  std::map<align::Backend, std::pair<double, int>> mas_ms_;  // backend -> (sum, count)
+  double last_mas_ms_ = 0;
+};
+
+void Trainer::setup() {
+  device_ = c_.train.use_cuda ? resolve_device(c_.run.device)
+                              : (c_.run.device == "auto" ? torch::Device(torch::kCPU) : resolve_device(c_.run.device));
+  set_allow_tf32(c_.train.allow_tf32);
+  bf16_ = c_.train.fp16_run && device_.is_cuda();
+  backend_ = resolve_backend(c_.run.align_backend, device_);
+
+  dir_ = c_.run.dir;
+  ckpt_dir_ = dir_ / "checkpoints";
+  std::error_code ec;
+  for (const auto& d : {dir_, ckpt_dir_, dir_ / "images", dir_ / "samples"}) {
+    fs::create_directories(d, ec);
+    if (!fs::is_directory(d)) {
+      throw FileError(d.string(), 0, "cannot create the run directory; check run.dir and permissions");
+    }
+  }
+  out_.images = dir_ / "images";
+  out_.samples = dir_ / "samples";
+
+  text_ = std::make_unique<text::TextProcessor>(text_options(c_));
+  const text::TextProcessor* tp = text_.get();
+  datasets_ = data::load_datasets(data_options(c_), [tp](const std::string& s) { return tp->encode(s); });
+  if (!datasets_.train || datasets_.train->size() == 0) {
+    throw UserError(c_.source + ": no training utterances (data.dataset_dir / data.training_files); "
+                    "check the dataset path");
+  }
+  loader_ = std::make_unique<data::DataLoader>(datasets_.train, loader_options(c_, true));
+  if (datasets_.validation && datasets_.validation->size() > 0) {
+    auto vo = loader_options(c_, false);
+    vo.num_workers = 0;
+    val_loader_ = std::make_unique<data::DataLoader>(datasets_.validation, vo);
+  }
+
+  torch::manual_seed(static_cast<uint64_t>(c_.train.seed));
+  model_ = models::GlowTTS(model_options(c_, static_cast<int64_t>(text_->vocab_size())));
+  model_->to(device_);
+  model_->train();
+  optimizer_ = std::make_unique<torch::optim::Adam>(
+      model_->parameters(), torch::optim::AdamOptions(c_.train.learning_rate)
+                                .betas({c_.train.betas[0], c_.train.betas[1]})
+                                .eps(c_.train.eps));
+  schedule_ = std::make_unique<LrSchedule>(c_.train.scheduler, c_.train.learning_rate, c_.model.hidden_channels,
+                                           c_.train.warmup_steps);
+
+  step_options_.mas.backend = backend_;
+  step_options_.mas.neg_inf = static_cast<float>(c_.run.mas_neg_inf);
+  step_options_.grad_clip_value = c_.train.grad_clip_value;
+  step_options_.bf16 = bf16_;
+  step_options_.check_finite = true;
+}
+
+void Trainer::restore_or_initialise() {
+  std::string path;
+  if (o_.resume == "latest") {
+    path = newest_checkpoint(ckpt_dir_.string());
+    if (path.empty()) {
+      throw FileError(ckpt_dir_.string(), 0, "--resume: no checkpoint here to resume from; start without "
+                                             "--resume, or pass --resume PATH");
+    }
+  } else if (!o_.resume.empty()) {
+    path = o_.resume;
+  }
+  const bool resuming = !path.empty();
+  if (resuming) {
+    const CheckpointState s = load_checkpoint(path, *model_, optimizer_.get());
+    if (s.scheduler != c_.train.scheduler) {
+      say("warning: the checkpoint was trained with train.scheduler " + s.scheduler + ", continuing with " +
+          c_.train.scheduler);
+    }
+    step_ = s.step;
+    skipped_ = s.nonfinite_total;
+    loader_->set_position(decode_position(s.loader_position, path));
+    restore_rng(s.rng);
+    model_->set_ddi(false);  // ActNorm parameters come from the checkpoint
+    last_checkpoint_ = path;
+    last_checkpoint_step_ = step_;
+    if (!s.config_yaml.empty() && s.config_yaml != o_.config_yaml) {
+      say("note: the config differs from the one the checkpoint was trained with (its snapshot is in " + path +
+          "; the run directory's config.yaml is replaced by the current one)");
+    }
+    say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " +
+        std::to_string(loader_->position().epoch + 1));
+  } else {
+    ddi_pending_ = c_.train.ddi;
+    model_->set_ddi(c_.train.ddi);
+  }
+  write_file_atomically((dir_ / "config.yaml").string(), o_.config_yaml);
+  if (c_.run.tensorboard) out_.tb = std::make_unique<EventWriter>((dir_ / "tensorboard").string());
+  out_.metrics = std::make_unique<MetricsLog>((dir_ / "metrics.jsonl").string(), resuming);
+}
+
+void Trainer::save(const std::string& why) {
+  if (step_ == last_checkpoint_step_) return;
+  CheckpointState s;
+  s.step = step_;
+  s.epoch = loader_->position().epoch;
+  s.nonfinite_total = skipped_;
+  s.scheduler = c_.train.scheduler;
+  s.loader_position = encode_position(loader_->position());
+  s.config_yaml = o_.config_yaml;
+  s.rng = capture_rng();
+  const std::string path = (ckpt_dir_ / checkpoint_filename(step_)).string();
+  save_checkpoint(path, *model_, *optimizer_, s);
+  prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints);
+  last_checkpoint_ = path;
+  last_checkpoint_step_ = step_;
+  say("checkpoint (" + why + "): " + path);
+}
+
+void Trainer::log_step(const StepResult& r, const data::Batch& batch, double) {
+  const double elapsed = seconds_since(last_log_time_);
+  const int64_t steps = step_ - last_log_step_;
+  const double mle = r.loss_mle.item<double>(), dur = r.loss_dur.item<double>();
+  const double grad_norm = r.grad_norm.defined() ? r.grad_norm.item<double>() : 0.0;
+  const double lr = schedule_->lr(step_);
+  const double steps_per_s = elapsed > 0 ? steps / elapsed : 0.0;
+  const int64_t epoch = loader_->position().epoch + 1;
+
+  std::vector<std::pair<std::string, double>> values{
+      {"loss/mle", mle}, {"loss/dur", dur}, {"loss/total", mle + dur}, {"lr", lr}, {"grad_norm", grad_norm},
+      {"time/step_ms", steps > 0 ? 1000.0 * elapsed / steps : 0.0}, {"skipped", static_cast<double>(skipped_)}};
+  for (const auto& [backend, acc] : mas_ms_) {
+    if (acc.second > 0) values.emplace_back("time/mas_ms/" + align::backend_name(backend), acc.first / acc.second);
+  }
+  const auto own = mas_ms_.find(backend_);
+  if (own != mas_ms_.end() && own->second.second > 0) last_mas_ms_ = own->second.first / own->second.second;
+  mas_ms_.clear();
+
+  if (out_.tb) {
+    for (const auto& [k, v] : values) out_.tb->scalar(k, v, step_);
+    out_.tb->flush();
+  }
+  out_.metrics->write(step_, epoch, values);
+
+  ProgressInfo p;
+  p.step = step_;
+  p.total_steps = c_.train.max_steps > 0 ? c_.train.max_steps
+                                         : static_cast<int64_t>(c_.train.epochs) * loader_->batches_per_epoch();
+  p.epoch = epoch;
+  p.loss_mle = mle;
+  p.loss_dur = dur;
+  p.lr = lr;
+  p.steps_per_s = steps_per_s;
+  p.mas_ms = last_mas_ms_;
+  p.skipped = skipped_;
+  if (!o_.quiet) progress_.update(p);
+  last_log_time_ = Clock::now();
+  last_log_step_ = step_;
+  (void)batch;
+}
+
+void Trainer::validate_now() {
+  if (!val_loader_) return;
+  ValidationOptions vo;
+  vo.step = step_options_;
+  vo.step.check_finite = false;
+  vo.mel_basis = datasets_.validation->mel_spectrogram().filterbank();
+  vo.griffin_lim.n_fft = c_.data.filter_length;
+  vo.griffin_lim.hop_length = c_.data.hop_length;
+  vo.griffin_lim.win_length = c_.data.win_length;
+  vo.griffin_lim.seed = static_cast<uint64_t>(c_.train.seed);
+  const auto start = Clock::now();
+  const ValidationResult v = validate(model_, *val_loader_, device_, vo);
+  const int64_t epoch = loader_->position().epoch + 1;
+  out_.metrics->write(step_, epoch,
+                      {{"val/loss/mle", v.loss_mle}, {"val/loss/dur", v.loss_dur}, {"val/loss/total", v.loss_mle + v.loss_dur}});
+  if (out_.tb) {
+    out_.tb->scalar("val/loss/mle", v.loss_mle, step_);
+    out_.tb->scalar("val/loss/dur", v.loss_dur, step_);
+    out_.tb->scalar("val/loss/total", v.loss_mle + v.loss_dur, step_);
+  }
+  const std::string tag = step_tag(step_);
+  if (v.align_forward.defined()) {
+    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_heatmap(v.align_forward), step_);
+    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_heatmap(v.align_infer), step_);
+    log_image(out_, "val/mel_target_vs_generated", "val_mel_" + tag + ".png",
+              render_stacked(v.target_mel, v.generated_mel), step_);
+  }
+  if (v.audio.defined() && v.audio.numel() > 0) {
+    const double peak = v.audio.abs().max().item<double>();
+    const torch::Tensor audio = peak > 0 ? v.audio * (0.9 / peak) : v.audio;
+    const std::string wav = encode_wav16(audio, c_.data.sampling_rate);
+    if (out_.tb) out_.tb->audio("val/audio_griffin_lim", wav, c_.data.sampling_rate, audio.numel(), step_);
+    write_file((out_.samples / ("val_" + tag + ".wav")).string(), wav);
+  }
+  if (out_.tb) out_.tb->flush();
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "validation at step %" PRId64 ": mle %.4f dur %.4f over %" PRId64
+                " utterances (%.1f s); example %s",
+                step_, v.loss_mle, v.loss_dur, v.utterances, seconds_since(start), v.example_id.c_str());
+  say(buf);
+}
+
+RunSummary Trainer::run() {
+  setup();
+  restore_or_initialise();
+  say("training on " + device_.str() + " with MAS backend " + align::backend_name(backend_) +
+      (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") + "; " +
+      std::to_string(datasets_.train->size()) + " training utterances, " +
+      std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
+      std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string());
+
+  install_stop_handlers();
+  RunSummary summary;
+  const auto start = Clock::now();
+  last_log_time_ = start;
+  last_log_step_ = step_;
+  const int log_interval = std::max(1, c_.train.log_interval);
+  const std::vector<align::Backend> all_backends = available_backends(device_);
+  std::optional<data::Batch> pending;
+
+  if (ddi_pending_) {
+    // Data-dependent initialisation of every ActNorm from the first batch, without an update
+    // (the official init.py); the same batch then trains the first step.
+    pending = loader_->next();
+    if (pending) {
+      torch::NoGradGuard no_grad;
+      const data::Batch b = to_device(*pending, device_);
+      model_->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, step_options_.mas);
+      say("data-dependent initialisation (DDI) done on the first batch");
+    }
+    ddi_pending_ = false;
+  }
+
+  while (true) {
+    if (c_.train.max_steps > 0 && step_ >= c_.train.max_steps) {
+      summary.stop_reason = "max_steps";
+      break;
+    }
+    if (stop_requested()) {
+      summary.stop_reason = "signal";
+      summary.interrupted = true;
+      break;
+    }
+    if (o_.max_minutes > 0 && seconds_since(start) > o_.max_minutes * 60) {
+      summary.stop_reason = "time limit";
+      break;
+    }
+    const data::LoaderPosition position = loader_->position();
+    if (position.epoch >= c_.train.epochs) {
+      summary.stop_reason = "epochs";
+      break;
+    }
+    std::optional<data::Batch> host = pending ? std::move(pending) : loader_->next();
+    pending.reset();
+    if (!host) continue;  // end of an epoch
+    const data::Batch batch = to_device(*host, device_);
+    const auto step_start = Clock::now();
+    const StepResult r = train_step(model_, *optimizer_, batch, schedule_->lr(step_ + 1), step_options_);
+    if (!r.finite) {
+      ++skipped_;
+      ++nonfinite_in_row_;
+      say("warning: non-finite loss at step " + std::to_string(step_ + 1) + " (epoch " +
+          std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) +
+          "): update skipped (" + std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) +
+          " in total)");
+      if (nonfinite_in_row_ >= c_.train.max_nonfinite_steps) {
+        throw UserError("training stopped: the loss was non-finite for " + std::to_string(nonfinite_in_row_) +
+                        " steps in a row (train.max_nonfinite_steps); lower train.learning_rate, check the "
+                        "data, or resume from an earlier checkpoint" +
+                        (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
+      }
+      continue;
+    }
+    nonfinite_in_row_ = 0;
+    ++step_;
+
+    const bool log_due = step_ % log_interval == 0 || step_ == 1;
+    if (c_.run.compare_align || log_due) {
+      // MAS on this step's log-likelihood again, timed: every backend with --compare-align
+      // (checked against the step's own path), the configured one otherwise.
+      const torch::Tensor logp =
+          models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+      std::vector<BackendTiming> timings;
+      if (c_.run.compare_align) {
+        const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
+                                  ", batch " + std::to_string(position.batch) + ")";
+        timings = compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_, all_backends,
+                                   step_options_.mas.neg_inf, label, batch.ids);
+      } else {
+        timings.push_back({backend_, timed_durations(logp, batch.text_lengths, r.out.y_lengths, backend_,
+                                                     step_options_.mas.neg_inf)
+                                         .second});
+      }
+      for (const auto& t : timings) {
+        mas_ms_[t.backend].first += t.ms;
+        mas_ms_[t.backend].second += 1;
+      }
+    }
+    if (log_due) log_step(r, batch, seconds_since(step_start));
+
+    const bool val_due = c_.train.val_interval > 0 && step_ % c_.train.val_interval == 0;
+    const bool image_due = c_.run.image_interval > 0 ? step_ % c_.run.image_interval == 0 : val_due;
+    if (image_due) {
+      const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
+      log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
+                render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s)), step_);
+    }
+    if (val_due) validate_now();
+    if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) save("every " +
+        std::to_string(c_.train.checkpoint_interval) + " steps");
+  }
+  if (step_ > 0) save(summary.stop_reason);
+  if (!o_.quiet) progress_.finish();
+  if (summary.interrupted) {
+    say("stopped by signal " + std::to_string(stop_signal()) + " at step " + std::to_string(step_) +
+        "; resume with --resume");
+  }
+  summary.step = step_;
+  summary.epoch = loader_->position().epoch;
+  summary.skipped = skipped_;
+  summary.checkpoint = last_checkpoint_;
+  return summary;
+}
+
+}  // namespace
+
+RunSummary train(const Config& config, const RunOptions& options) {
+  Trainer trainer(config, options);
+  return trainer.run();
+}
+
+}  // namespace monoflow::train

@@ -1,0 +1,40 @@
+// The training loop: config -> datasets, loader, model, Adam + schedule -> steps, with
+// logging (progress line, TensorBoard, metrics.jsonl, alignment PNGs), validation,
+// checkpoints and exact resume. Run directory layout (run.dir):
+//   config.yaml            resolved config of the run
+//   checkpoints/ckpt_*.pt  newest train.keep_checkpoints kept
+//   tensorboard/           event files
+//   metrics.jsonl          one JSON object per logged step and per validation
+//   images/                align_<step>.png (training batch), val_align_<step>.png,
+//                          val_mel_<step>.png (target above generated)
+//   samples/val_<step>.wav Griffin-Lim rendering of the validation example
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "train/config.h"
+
+namespace monoflow::train {
+
+struct RunOptions {
+  std::string resume;          // "": fresh run; "latest": newest checkpoint of run.dir; else a path
+  std::string config_yaml;     // the resolved config text to snapshot (to_yaml(config))
+  double max_minutes = 0;      // > 0: stop (with a checkpoint) after this much wall time
+  bool quiet = false;          // no progress line (tests)
+};
+
+struct RunSummary {
+  int64_t step = 0;              // optimizer updates done in total
+  int64_t epoch = 0;
+  int64_t skipped = 0;           // non-finite steps skipped in total
+  std::string checkpoint;        // the last checkpoint written ("" if none)
+  bool interrupted = false;      // stopped by SIGINT/SIGTERM
+  std::string stop_reason;       // "max_steps", "epochs", "time limit", "signal"
+};
+
+// Throws UserError/FileError for what the user can fix (config, data, checkpoints) and a
+// UserError when the loss stays non-finite for train.max_nonfinite_steps steps in a row.
+RunSummary train(const Config& config, const RunOptions& options);
+
+}  // namespace monoflow::train

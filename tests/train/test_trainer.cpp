@@ -1,0 +1,242 @@
+// The training loop end to end on a tiny corpus (CPU): exact resume, backend switch, what it
+// writes (metrics, TensorBoard, PNGs, wavs, checkpoints), signals, and user errors.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "common/error.h"
+#include "data/text/text_processor.h"
+#include "models/glow_tts.h"
+#include "test_util.h"
+#include "tiny_corpus.h"
+#include "train/checkpoint.h"
+#include "train/config_io.h"
+#include "train/options_map.h"
+#include "train/signals.h"
+#include "train/trainer.h"
+
+namespace monoflow::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// One corpus for the whole suite.
+const std::string& corpus() {
+  static TempDir* dir = new TempDir();  // lives until exit
+  static const std::string path = [] {
+    const std::string p = *dir / "corpus";
+    testing::write_tiny_corpus(p);
+    return p;
+  }();
+  return path;
+}
+
+RunSummary run(const Config& c, const std::string& resume = "") {
+  RunOptions o;
+  o.resume = resume;
+  o.config_yaml = to_yaml(c);
+  o.quiet = true;
+  clear_stop_request();
+  return train(c, o);
+}
+
+// step -> {key -> value} of the training lines (those with loss/mle) of metrics.jsonl.
+std::map<int64_t, std::map<std::string, double>> training_metrics(const std::string& run_dir) {
+  std::map<int64_t, std::map<std::string, double>> out;
+  std::istringstream in(testing::read_text(run_dir + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const YAML::Node n = YAML::Load(line);
+    if (!n["loss/mle"]) continue;
+    auto& row = out[n["step"].as<int64_t>()];
+    for (const char* key : {"loss/mle", "loss/dur", "lr", "grad_norm"}) row[key] = n[key].as<double>();
+  }
+  return out;
+}
+
+models::GlowTTS load_weights(const Config& c, const std::string& checkpoint) {
+  const text::TextProcessor tp(text_options(c));
+  models::GlowTTS m(model_options(c, static_cast<int64_t>(tp.vocab_size())));
+  load_checkpoint(checkpoint, *m, nullptr);
+  return m;
+}
+
+void expect_same_weights(models::GlowTTS& a, models::GlowTTS& b) {
+  const auto pb = b->named_parameters();
+  int64_t compared = 0;
+  for (const auto& p : a->named_parameters()) {
+    ASSERT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+}
+
+constexpr int kN = 3;
+
+TEST(Trainer, ResumeIsExact) {
+  TempDir dir;
+  const Config straight = testing::tiny_config(corpus(), dir / "straight", 2 * kN);
+  const RunSummary a = run(straight);
+  EXPECT_EQ(a.step, 2 * kN);
+  EXPECT_EQ(a.stop_reason, "max_steps");
+
+  const Config first_half = testing::tiny_config(corpus(), dir / "resumed", kN);
+  const RunSummary b1 = run(first_half);
+  EXPECT_EQ(b1.step, kN);
+  const Config second_half = testing::tiny_config(corpus(), dir / "resumed", 2 * kN);
+  const RunSummary b2 = run(second_half, "latest");
+  EXPECT_EQ(b2.step, 2 * kN);
+
+  const auto ma = training_metrics(dir / "straight"), mb = training_metrics(dir / "resumed");
+  ASSERT_EQ(ma.size(), static_cast<size_t>(2 * kN));
+  ASSERT_EQ(mb.size(), static_cast<size_t>(2 * kN));
+  for (int64_t s = 1; s <= 2 * kN; ++s) {
+    for (const char* key : {"loss/mle", "loss/dur", "lr", "grad_norm"}) {
+      EXPECT_EQ(ma.at(s).at(key), mb.at(s).at(key)) << key << " at step " << s;
+    }
+  }
+  // Training moved the weights and the loss is finite.
+  EXPECT_TRUE(std::isfinite(ma.at(2 * kN).at("loss/mle")));
+  auto wa = load_weights(straight, a.checkpoint), wb = load_weights(second_half, b2.checkpoint);
+  expect_same_weights(wa, wb);
+}
+
+TEST(Trainer, CompareAlignAndAutoBackendTrainIdenticallyToCpu) {
+  TempDir dir;
+  const Config cpu = testing::tiny_config(corpus(), dir / "cpu", kN);
+  const Config compared = testing::tiny_config(corpus(), dir / "compare", kN,
+                                               {"run.align_backend=auto", "run.compare_align=true"});
+  const RunSummary a = run(cpu), b = run(compared);
+  const auto ma = training_metrics(dir / "cpu"), mb = training_metrics(dir / "compare");
+  ASSERT_EQ(ma.size(), static_cast<size_t>(kN));
+  for (int64_t s = 1; s <= kN; ++s) EXPECT_EQ(ma.at(s).at("loss/mle"), mb.at(s).at("loss/mle")) << s;
+  auto wa = load_weights(cpu, a.checkpoint), wb = load_weights(compared, b.checkpoint);
+  expect_same_weights(wa, wb);
+  // --compare-align logged each available backend's time.
+  const std::string metrics = testing::read_text(dir / "compare/metrics.jsonl");
+  EXPECT_NE(metrics.find("\"time/mas_ms/cpu\":"), std::string::npos);
+}
+
+TEST(Trainer, WritesCheckpointsImagesSamplesAndTensorBoard) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  const Config c = testing::tiny_config(corpus(), run_dir, 2 * kN, {"train.keep_checkpoints=1"});
+  const RunSummary s = run(c);
+  // keep_checkpoints 1: only the newest of steps 3 and 6.
+  const auto ckpts = list_checkpoints(run_dir + "/checkpoints");
+  ASSERT_EQ(ckpts.size(), 1u);
+  EXPECT_EQ(fs::path(ckpts[0]).filename(), checkpoint_filename(2 * kN));
+  EXPECT_EQ(read_checkpoint_state(ckpts[0]).config_yaml, to_yaml(c));
+  EXPECT_EQ(testing::read_text(run_dir + "/config.yaml"), to_yaml(c));
+  for (const char* f : {"images/align_000000003.png", "images/val_align_000000003.png",
+                        "images/val_mel_000000006.png", "images/val_align_infer_000000006.png",
+                        "samples/val_000000003.wav", "samples/val_000000006.wav"}) {
+    EXPECT_TRUE(fs::exists(run_dir + "/" + f)) << f;
+  }
+  EXPECT_EQ(testing::read_text(run_dir + "/images/align_000000003.png").substr(1, 3), "PNG");
+  EXPECT_EQ(testing::read_text(run_dir + "/samples/val_000000006.wav").substr(0, 4), "RIFF");
+
+  // TensorBoard reads back the logged values.
+  int status = 0;
+  const std::string out = testing::run_command(std::string(MONOFLOW_TEST_PYTHON) + " " + MONOFLOW_TEST_DIR +
+                                                   "/read_events.py " + run_dir + "/tensorboard 2>&1",
+                                               &status);
+  ASSERT_EQ(status, 0) << out;
+  const YAML::Node tb = YAML::Load(out);
+  const auto metrics = training_metrics(run_dir);
+  const YAML::Node mle = tb["scalars"]["loss/mle"];
+  ASSERT_EQ(mle.size(), static_cast<size_t>(2 * kN));
+  for (size_t i = 0; i < mle.size(); ++i) {
+    const int64_t step = mle[i][0].as<int64_t>();
+    EXPECT_EQ(step, static_cast<int64_t>(i) + 1);
+    EXPECT_EQ(mle[i][1].as<float>(), static_cast<float>(metrics.at(step).at("loss/mle")));
+  }
+  EXPECT_EQ(tb["scalars"]["lr"].size(), static_cast<size_t>(2 * kN));
+  EXPECT_EQ(tb["scalars"]["val/loss/mle"].size(), 2u);
+  EXPECT_EQ(tb["scalars"]["time/mas_ms/cpu"].size(), static_cast<size_t>(2 * kN));
+  ASSERT_EQ(tb["images"]["val/align_mas"].size(), 2u);
+  EXPECT_EQ(testing::read_text(tb["images"]["train/align"][0]["file"].as<std::string>()),
+            testing::read_text(run_dir + "/images/align_000000003.png"));
+  ASSERT_EQ(tb["audio"]["val/audio_griffin_lim"].size(), 2u);
+  EXPECT_EQ(tb["audio"]["val/audio_griffin_lim"][0]["sample_rate"].as<double>(), 22050.0);
+}
+
+TEST(Trainer, SigtermSavesACheckpointAndStops) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  const Config c = testing::tiny_config(corpus(), run_dir, 1000, {"train.checkpoint_interval=1000",
+                                                                   "train.val_interval=0"});
+  std::thread killer([&] {
+    // After the first logged step the handler is installed: send SIGTERM to ourselves.
+    for (int i = 0; i < 6000; ++i) {
+      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::kill(::getpid(), SIGTERM);
+  });
+  const RunSummary s = run(c);
+  killer.join();
+  EXPECT_TRUE(s.interrupted);
+  EXPECT_EQ(s.stop_reason, "signal");
+  EXPECT_GE(s.step, 2);
+  EXPECT_LT(s.step, 1000);
+  ASSERT_FALSE(s.checkpoint.empty());
+  EXPECT_EQ(read_checkpoint_state(s.checkpoint).step, s.step);
+  clear_stop_request();
+}
+
+void expect_user_error(const std::function<void()>& f, const std::string& words) {
+  try {
+    f();
+    FAIL() << "no error; expected one mentioning '" << words << "'";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, BadCheckpointsAndConfigsAreRefusedClearly) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  // --resume without any checkpoint.
+  expect_user_error([&] { run(testing::tiny_config(corpus(), run_dir, 1), "latest"); }, "no checkpoint");
+  // --resume PATH with garbage.
+  const std::string garbage = dir / "garbage.pt";
+  std::ofstream(garbage) << "not a checkpoint";
+  expect_user_error([&] { run(testing::tiny_config(corpus(), run_dir, 1), garbage); }, garbage);
+  // A checkpoint of another model size.
+  const RunSummary small = run(testing::tiny_config(corpus(), run_dir, 1));
+  expect_user_error([&] {
+    run(testing::tiny_config(corpus(), dir / "other", 2, {"model.hidden_channels=24", "model.hidden_channels_enc=24"}),
+        small.checkpoint);
+  }, "incompatible checkpoint");
+  // Config values the machine cannot honour.
+  if (!torch::cuda::is_available()) {
+    expect_user_error([&] { run(testing::tiny_config(corpus(), run_dir, 1, {"run.align_backend=cuda"})); },
+                      "run.align_backend");
+    expect_user_error([&] { run(testing::tiny_config(corpus(), run_dir, 1, {"run.device=cuda"})); }, "run.device");
+  }
+  expect_user_error([&] { run(testing::tiny_config(dir / "no-such-corpus", run_dir, 1)); }, "no-such-corpus");
+}
+
+TEST(TrainCli, ErrorsExitNonZeroNamingTheFile) {
+  TempDir dir;
+  int status = 0;
+  std::string out = testing::run_command(std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "missing.yaml") + " 2>&1", &status);
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE(out.find("missing.yaml"), std::string::npos) << out;
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus(), dir / "run", 1);
+  std::ofstream(dir / "bad.pt") << "junk";
+  out = testing::run_command(std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") + " --resume " +
+                                 (dir / "bad.pt") + " 2>&1",
+                             &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("bad.pt"), std::string::npos) << out;
+  EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace monoflow::train

@@ -1,0 +1,95 @@
+// bench_train_step: the training-step benchmark of shared/DESIGN.md (src/train/step_bench.h),
+// one row per MAS backend and precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
+//   bench_train_step [--config configs/ljspeech.yaml] [--backends cpu,cuda,cuda-fast]
+//                    [--precisions tf32,bf16] [--device cuda] [--csv out.csv]
+// --batch-size/--steps/--warmup exist for smoke tests on a CPU; results with them changed
+// are not the benchmark and are flagged as such.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "align/mas.h"
+#include "common/error.h"
+#include "train/config_io.h"
+#include "train/options_map.h"
+#include "train/step_bench.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace monoflow;
+  CLI::App app{"Training-step benchmark (shared/DESIGN.md): step ms, MAS ms, peak memory, samples/s."};
+  std::string config_path = "configs/ljspeech.yaml", backends_arg, precisions_arg, device_arg = "auto", csv_path;
+  int batch_size = 32, steps = 30, warmup = 5;
+  std::vector<std::string> overrides;
+  app.add_option("--config", config_path, "config whose model section is benchmarked");
+  app.add_option("--set", overrides, "config override key=value (not the benchmark when model keys change)");
+  app.add_option("--backends", backends_arg, "comma-separated MAS backends (default: all available)");
+  app.add_option("--precisions", precisions_arg, "comma-separated: tf32, fp32, bf16 (default: tf32,bf16 on a GPU, fp32 on the CPU)");
+  app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
+  app.add_option("--csv", csv_path, "also write the CSV here");
+  app.add_option("--batch-size", batch_size, "batch size (spec: 32)");
+  app.add_option("--steps", steps, "timed steps (spec: 30)");
+  app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    train::StepBenchOptions o;
+    o.config = train::load_config(config_path, overrides);
+    o.device = train::resolve_device(device_arg);
+    o.batch_size = batch_size;
+    o.timed_steps = steps;
+    o.warmup_steps = warmup;
+    const bool spec = batch_size == 32 && steps == 30 && warmup == 5 && overrides.empty();
+    std::vector<align::Backend> backends;
+    if (backends_arg.empty()) {
+      backends = train::available_backends(o.device);
+    } else {
+      for (const auto& name : split(backends_arg)) backends.push_back(align::parse_backend(name));
+    }
+    std::vector<std::string> precisions =
+        precisions_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"}
+                                                     : std::vector<std::string>{"fp32"})
+                               : split(precisions_arg);
+    const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels, o.seed);
+    std::fprintf(stderr, "bench_train_step on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
+                 spec ? "" : " (NOT the DESIGN.md spec: batch/steps/warm-up/model changed)");
+    std::ostringstream csv;
+    csv << train::csv_header() << "\n";
+    std::cout << train::csv_header() << std::endl;
+    std::fprintf(stderr, "%-10s %-5s %9s %9s %10s %10s\n", "backend", "prec", "step ms", "MAS ms", "peak MiB", "samples/s");
+    for (const auto backend : backends) {
+      for (const auto& precision : precisions) {
+        const auto row = train::bench_train_step(o, backend, precision, batches);
+        std::cout << train::csv_row(row) << std::endl;
+        csv << train::csv_row(row) << "\n";
+        std::fprintf(stderr, "%-10s %-5s %9.1f %9.2f %10.0f %10.1f%s\n", row.backend.c_str(), row.precision.c_str(),
+                     row.step_ms, row.mas_ms, row.peak_memory_mib, row.samples_per_s,
+                     row.nonfinite_steps ? "  (non-finite losses!)" : "");
+      }
+    }
+    if (!csv_path.empty()) {
+      std::ofstream(csv_path) << csv.str();
+    }
+    return 0;
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "bench_train_step: error: %s\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "bench_train_step: internal error: %s\n", e.what_without_backtrace());
+    return 3;
+  }
+}

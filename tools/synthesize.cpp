@@ -1,0 +1,43 @@
+// synthesize: text -> wav (Griffin-Lim) with a trained checkpoint; optionally PNGs of the mel
+// and of the alignment. Everything it does lives in src/train/synthesis.cpp.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "common/error.h"
+#include "train/image.h"
+#include "train/synthesis.h"
+#include "train/wav.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim vocoder)."};
+  monoflow::train::SynthesisOptions o;
+  std::string out = "out.wav", mel_png, align_png;
+  app.add_option("--checkpoint", o.checkpoint, "checkpoint (runs/<name>/checkpoints/ckpt_*.pt)")->required();
+  app.add_option("--text", o.text, "what to say")->required();
+  app.add_option("--out,-o", out, "output wav");
+  app.add_option("--mel-png", mel_png, "also write the generated mel as a PNG");
+  app.add_option("--align-png", align_png, "also write the alignment as a PNG");
+  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N");
+  app.add_option("--noise-scale", o.noise_scale, "prior noise scale (0.667)");
+  app.add_option("--length-scale", o.length_scale, "speaking-rate scale (1.0; larger is slower)");
+  app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations (32)");
+  app.add_option("--seed", o.seed, "seed of the prior noise and the initial phases");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const auto r = monoflow::train::synthesize(o);
+    monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
+    if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_heatmap(r.mel).bytes);
+    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_heatmap(r.alignment).bytes);
+    std::fprintf(stderr, "wrote %s: %.2f s of audio (%lld mel frames, checkpoint step %lld)\n", out.c_str(),
+                 static_cast<double>(r.audio.numel()) / r.sample_rate, static_cast<long long>(r.mel.size(1)),
+                 static_cast<long long>(r.step));
+    return 0;
+  } catch (const monoflow::UserError& e) {
+    std::fprintf(stderr, "synthesize: error: %s\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "synthesize: internal error: %s\n", e.what_without_backtrace());
+    return 3;
+  }
+}

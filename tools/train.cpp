@@ -1,0 +1,64 @@
+// train: the Glow-TTS trainer's command line. Everything it does lives in src/train/.
+//   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH]]
+//         [--align-backend cpu|cuda|cuda-fast] [--compare-align] [--run-dir DIR]
+//         [--max-steps N] [--max-minutes M] [--print-config]
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "common/error.h"
+#include "train/config_io.h"
+#include "train/trainer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Train a Glow-TTS model (monoflow)."};
+  std::string config_path, resume, backend, run_dir;
+  std::vector<std::string> overrides;
+  bool compare_align = false, print_config = false;
+  int64_t max_steps = -1;
+  double max_minutes = 0;
+  app.add_option("--config,-c", config_path, "YAML config (configs/ljspeech.yaml, ...)")->required();
+  app.add_option("--set", overrides, "override a config key: --set train.batch_size=16 (repeatable)");
+  auto* resume_opt = app.add_option("--resume", resume,
+                                    "continue from the newest checkpoint of the run directory, or from PATH")
+                         ->expected(0, 1);
+  app.add_option("--align-backend", backend, "MAS backend: auto, cpu, cuda or cuda-fast (run.align_backend)");
+  app.add_flag("--compare-align", compare_align,
+               "run every available MAS backend on each step's log-likelihood, require identical paths, log times");
+  app.add_option("--run-dir", run_dir, "run directory (run.dir)");
+  app.add_option("--max-steps", max_steps, "stop after this many optimizer steps in total (train.max_steps)");
+  app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint");
+  app.add_flag("--print-config", print_config, "print the resolved config and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!backend.empty()) overrides.push_back("run.align_backend=" + backend);
+    if (compare_align) overrides.push_back("run.compare_align=true");
+    if (!run_dir.empty()) overrides.push_back("run.dir=" + run_dir);
+    if (max_steps >= 0) overrides.push_back("train.max_steps=" + std::to_string(max_steps));
+    const monoflow::train::Config config = monoflow::train::load_config(config_path, overrides);
+    const std::string yaml = monoflow::train::to_yaml(config);
+    if (print_config) {
+      std::cout << yaml;
+      return 0;
+    }
+    monoflow::train::RunOptions options;
+    if (resume_opt->count() > 0) options.resume = resume.empty() ? "latest" : resume;
+    options.config_yaml = yaml;
+    options.max_minutes = max_minutes;
+    const auto summary = monoflow::train::train(config, options);
+    std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),
+                 summary.stop_reason.c_str(), summary.checkpoint.empty() ? "(none)" : summary.checkpoint.c_str());
+    return 0;
+  } catch (const monoflow::UserError& e) {
+    std::fprintf(stderr, "\ntrain: error: %s\n", e.what());
+    return 1;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "\ntrain: internal error: %s\n", e.what_without_backtrace());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\ntrain: error: %s\n", e.what());
+    return 3;
+  }
+}
