@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
@@ -288,10 +289,42 @@ TEST(GlowTTS, MatchesIndependentPythonReference) {
   EXPECT_GT(ref("z").abs().max().item<double>(), 0.5);  // non-trivial values
 }
 
+// The duration predictor sees a stop-gradient copy of the encoder output: the duration loss
+// trains proj_w only, the MLE loss everything but proj_w.
+TEST(GlowTTS, DurationLossDoesNotReachTheEncoder) {
+  torch::manual_seed(10);
+  GlowTTS model(tiny_options());
+  randomize(*model);
+  auto b = tiny_batch(4);
+  auto grads_of = [&](bool duration) {
+    model->zero_grad();
+    auto out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, {}, cpu_mas());
+    auto l = duration ? duration_loss(out.logw, out.logw_, b.text_lengths)
+                      : mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask);
+    l.backward();
+    std::map<std::string, double> norms;
+    for (auto& p : model->named_parameters())
+      norms[p.key()] = p.value().grad().defined() ? p.value().grad().abs().sum().item<double>() : 0.0;
+    return norms;
+  };
+  for (auto& [name, g] : grads_of(true)) {
+    const bool dp = name.rfind("encoder.proj_w.", 0) == 0;
+    if (dp) EXPECT_GT(g, 0.0) << name;
+    else EXPECT_EQ(g, 0.0) << name;
+  }
+  auto mle = grads_of(false);
+  EXPECT_EQ(mle["encoder.proj_w.conv_1.weight"], 0.0);
+  EXPECT_GT(mle["encoder.emb.weight"], 0.0);
+  EXPECT_GT(mle["encoder.encoder.attn_layers.0.emb_rel_k"], 0.0);
+  EXPECT_GT(mle["decoder.flows.2.wn.in_layers.0.weight_v"], 0.0);
+}
+
 TEST(GlowTTS, TinyModelOverfitsOneBatch) {
   torch::manual_seed(9);
   GlowTTS model(tiny_options().p_dropout(0.0).p_dropout_dec(0.0));
+  EXPECT_FALSE(model->ddi_pending());
   model->set_ddi(true);
+  EXPECT_TRUE(model->ddi_pending());
   auto b = tiny_batch(4);
   {
     torch::NoGradGuard no_grad;  // DDI pass, as the official init.py does
