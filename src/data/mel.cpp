@@ -71,7 +71,14 @@ torch::Tensor MelSpectrogram::operator()(const torch::Tensor& audio) const {
                           window_.to(device, dtype), /*center=*/true, "reflect", /*normalized=*/false,
                           /*onesided=*/true, /*return_complex=*/true);
   auto magnitude = spec.abs();                       // [.., n_freqs, frames]
-  auto mel = torch::matmul(basis_.to(device, dtype), magnitude);  // [.., n_mels, frames]
+  torch::Tensor mel;  // [.., n_mels, frames]
+  if (device.is_cuda() && dtype == torch::kFloat32) {
+    // In float64 on the GPU: a float32 matmul there may run in TF32 (run.allow_tf32), which
+    // would round the mel to ~1e-3; this keeps it independent of that global switch.
+    mel = torch::matmul(basis_.to(device), magnitude.to(torch::kFloat64)).to(torch::kFloat32);
+  } else {
+    mel = torch::matmul(basis_.to(device, dtype), magnitude);
+  }
   return torch::log(torch::clamp_min(mel, 1e-5));
 }
 
