@@ -174,7 +174,9 @@ InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tenso
   auto w = torch::exp(enc.logw) * enc.x_mask * length_scale;
   out.w_ceil = torch::ceil(w);
   auto y_lengths = torch::clamp_min(out.w_ceil.sum({1, 2}), 1).to(torch::kLong);
-  y_lengths = torch::div(y_lengths, n_sqz, "floor") * n_sqz;
+  // The original cuts to a multiple of n_sqz, which leaves 0 frames for a 1-frame utterance
+  // (and then fails on empty tensors); here such an utterance keeps n_sqz frames.
+  y_lengths = torch::clamp_min(torch::div(y_lengths, n_sqz, "floor") * n_sqz, n_sqz);
   const int64_t y_max = y_lengths.max().item<int64_t>();
   auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(enc.x_mask.scalar_type());
   auto attn_mask = enc.x_mask.unsqueeze(-1) * z_mask.unsqueeze(2);  // [B,1,T,S]

@@ -233,6 +233,7 @@ TEST(GlowTTS, InferenceExpandsDurationsAndInvertsTheDecoder) {
   auto w_ceil = torch::ceil(torch::exp(syn.logw) * syn.x_mask);
   EXPECT_TRUE(torch::equal(syn.w_ceil, w_ceil));
   auto expected_len = torch::div(torch::clamp_min(w_ceil.sum({1, 2}), 1).to(torch::kLong), 2, "floor") * 2;
+  ASSERT_GE(expected_len.min().item<int64_t>(), 2);
   EXPECT_TRUE(torch::equal(syn.y_lengths, expected_len));
   EXPECT_EQ(syn.y.size(2), expected_len.max().item<int64_t>());
   EXPECT_EQ(syn.y.size(1), 4);
@@ -249,6 +250,10 @@ TEST(GlowTTS, InferenceExpandsDurationsAndInvertsTheDecoder) {
   auto slow = model->infer(b.text, b.text_lengths, {}, 0.0, 2.0);
   EXPECT_TRUE(torch::equal(slow.w_ceil, torch::ceil(torch::exp(syn.logw) * syn.x_mask * 2.0)));
   EXPECT_GT(slow.y_lengths[0].item<int64_t>(), syn.y_lengths[0].item<int64_t>());
+  // A one-token text with a 1-frame duration still gets n_sqz frames.
+  auto one = model->infer(torch::tensor({{3}}, torch::kLong), torch::tensor({1}), {}, 0.0, 1e-3);
+  EXPECT_EQ(one.y_lengths.item<int64_t>(), 2);
+  EXPECT_EQ(one.y.sizes(), (std::vector<int64_t>{1, 4, 2}));
   // noise_scale > 0 samples around the mean
   auto noisy = model->infer(b.text, b.text_lengths, {}, 0.667, 1.0);
   EXPECT_GT(max_abs_diff(noisy.y, syn.y), 1e-3);
