@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     o.batch_size = batch_size;
     o.timed_steps = steps;
     o.warmup_steps = warmup;
-    const bool spec = batch_size == 32 && steps == 30 && warmup == 5 && overrides.empty();
+    const bool spec = batch_size == 32 && steps == 30 && warmup == 5 && overrides.empty() &&
+                      config_path.size() >= 13 && config_path.compare(config_path.size() - 13, 13, "ljspeech.yaml") == 0;
     std::vector<align::Backend> backends;
     if (backends_arg.empty()) {
       backends = train::available_backends(o.device);

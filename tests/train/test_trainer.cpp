@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "align/mas.h"
 #include "common/error.h"
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
@@ -187,6 +188,28 @@ TEST(Trainer, SigtermSavesACheckpointAndStops) {
   ASSERT_FALSE(s.checkpoint.empty());
   EXPECT_EQ(read_checkpoint_state(s.checkpoint).step, s.step);
   clear_stop_request();
+}
+
+// On a GPU: every CUDA-visible backend trains the same first step (identical MAS paths give
+// identical losses), --compare-align finds no disagreement over several steps, bf16 runs.
+TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
+  TempDir dir;
+  std::map<std::string, double> first_loss;
+  for (const std::string backend : {"cpu", "cuda", "cuda-fast"}) {
+    if (backend != "cpu" && !align::backend_available(align::parse_backend(backend))) continue;
+    const std::string run_dir = dir / ("run-" + backend);
+    run(testing::tiny_config(corpus(), run_dir, 1,
+                             {"run.device=cuda", "train.use_cuda=true", "run.align_backend=" + backend}));
+    first_loss[backend] = training_metrics(run_dir).at(1).at("loss/mle");
+  }
+  for (const auto& [backend, loss] : first_loss) EXPECT_EQ(loss, first_loss.at("cpu")) << backend;
+  const RunSummary s = run(testing::tiny_config(corpus(), dir / "compare", 6,
+                                                {"run.device=cuda", "train.use_cuda=true", "run.compare_align=true",
+                                                 "train.fp16_run=true"}));
+  EXPECT_EQ(s.step, 6);
+  const auto m = training_metrics(dir / "compare");
+  EXPECT_TRUE(std::isfinite(m.at(6).at("loss/mle")));
 }
 
 void expect_user_error(const std::function<void()>& f, const std::string& words) {

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The README's main-job command: trains a small Glow-TTS on the default corpus and leaves a
+# checkpoint, alignment images and a synthesized wav in runs/quickstart/.
+#   scripts/quickstart.sh                 # a few minutes on a CPU, longer on a GPU
+#   MONOFLOW_QUICKSTART_MINUTES=20 scripts/quickstart.sh
+# Steps: generate the default corpus if missing (scripts/make_corpus.sh), build if needed
+# (scripts/setup.sh), fill the feature cache, train configs/quickstart.yaml (continuing a
+# previous quick-start run when there is one), synthesize a sentence with the newest checkpoint.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${MONOFLOW_BUILD_DIR:-$ROOT/build}
+CORPUS=data/monoflow-corpus
+RUN=runs/quickstart
+CONFIG=configs/quickstart.yaml
+SENTENCE=${MONOFLOW_QUICKSTART_TEXT:-"The morning train left the station exactly on time."}
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  MINUTES=${MONOFLOW_QUICKSTART_MINUTES:-20}
+else
+  MINUTES=${MONOFLOW_QUICKSTART_MINUTES:-8}
+fi
+
+if [ ! -s "$CORPUS/metadata.csv" ]; then
+  echo "quickstart: generating the default corpus into $CORPUS"
+  scripts/make_corpus.sh "$CORPUS"
+fi
+for tool in train synthesize preprocess; do
+  if [ ! -x "$BUILD/bin/$tool" ]; then
+    echo "quickstart: building monoflow (scripts/setup.sh)"
+    MONOFLOW_BUILD_DIR="$BUILD" scripts/setup.sh
+    break
+  fi
+done
+
+mkdir -p "$RUN"
+"$BUILD/bin/preprocess" --dataset-dir "$CORPUS" --cache-dir "$RUN/cache" >/dev/null
+
+resume=()
+if ls "$RUN"/checkpoints/ckpt_*.pt >/dev/null 2>&1; then
+  resume=(--resume)
+  echo "quickstart: continuing the previous quick-start run in $RUN"
+fi
+echo "quickstart: training $CONFIG for up to $MINUTES minutes (Ctrl-C stops it with a checkpoint)"
+"$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" "${resume[@]}"
+
+ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt | tail -1)
+"$BUILD/bin/synthesize" --checkpoint "$ckpt" --text "$SENTENCE" --out "$RUN/quickstart.wav" \
+  --mel-png "$RUN/quickstart_mel.png" --align-png "$RUN/quickstart_align.png"
+
+echo
+echo "quickstart: done"
+echo "  checkpoint:        $ckpt"
+echo "  alignment images:  $(ls "$RUN"/images/val_align_*.png 2>/dev/null | tail -1) (validation, MAS) and $RUN/quickstart_align.png"
+echo "  synthesized audio: $RUN/quickstart.wav  (Griffin-Lim; text: \"$SENTENCE\")"
+echo "  TensorBoard:       $ROOT/.venv/bin/tensorboard --logdir $RUN/tensorboard"
+echo "  metrics:           $RUN/metrics.jsonl"
