@@ -141,3 +141,33 @@ TEST(Datasets, SeededSplitOrValidationFilelist) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DataOptions, BadValuesNameTheirKey) {
+  auto expect_key = [](monoflow::data::DataOptions o, const std::string& key) {
+    try {
+      o.validate();
+      FAIL() << "expected UserError for " << key;
+    } catch (const monoflow::UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("data." + key), std::string::npos) << e.what();
+    }
+  };
+  monoflow::data::DataOptions ok;
+  ok.dataset_dir = "somewhere";
+  EXPECT_NO_THROW(ok.validate());
+  auto o = ok;
+  o.win_length = 2048;  // > filter_length
+  expect_key(o, "win_length");
+  o = ok;
+  o.mel_fmax = 12000;  // > sampling_rate / 2
+  expect_key(o, "mel_fmax");
+  o = ok;
+  o.on_rate_mismatch = "ignore";
+  expect_key(o, "on_rate_mismatch");
+  o = ok;
+  o.dataset_dir.clear();
+  expect_key(o, "dataset_dir");
+}
+
+}  // namespace

@@ -71,6 +71,22 @@ TEST(DataLoader, PadsAndReportsLengths) {
   EXPECT_EQ(loader.position(), (LoaderPosition{1, 0}));
 }
 
+TEST(DataLoader, PinsBatchesWhenCudaIsPresent) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: pinning is a no-op";
+  TempDir dir;
+  auto ds = make_dataset(dir, 4);
+  auto o = loader_opts(1);
+  DataLoader pinned(ds, o);
+  auto b = pinned.next();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->mel.is_pinned());
+  EXPECT_TRUE(b->text.is_pinned());
+  EXPECT_TRUE(b->mel_lengths.is_pinned());
+  o.pin_memory = false;
+  DataLoader plain(ds, o);
+  EXPECT_FALSE(plain.next()->mel.is_pinned());
+}
+
 std::vector<Batch> take(DataLoader& loader, int n) {
   std::vector<Batch> out;
   while (static_cast<int>(out.size()) < n) {
