@@ -3,7 +3,7 @@
 # the project) spoken by espeak-ng, as an LJSpeech-format folder:
 #   <out>/metadata.csv   id|text|text   (the text front-end's cleaners do the normalisation)
 #   <out>/wavs/<id>.wav  22050 Hz, 16-bit, mono
-# Usage: scripts/make_corpus.sh [out_dir (default data/monoflow-corpus)] [--limit N] [--jobs N]
+# Usage: scripts/make_corpus.sh [out_dir (default <repo>/data/monoflow-corpus)] [--limit N] [--jobs N]
 # Idempotent: a wav is rendered only when missing or when its sentence/voice changed.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +19,7 @@ while (($#)); do
     *) OUT=$1; shift ;;
   esac
 done
-OUT=${OUT:-data/monoflow-corpus}
+OUT=${OUT:-$ROOT/data/monoflow-corpus}
 VOICE=${MONOFLOW_CORPUS_VOICE:-en-us}
 SPEED=${MONOFLOW_CORPUS_SPEED:-160}
 RATE=22050
