@@ -109,14 +109,16 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
     out.signature = read_string(a, "model_signature");
     torch::serialize::InputArchive rng;
     a.read("rng", rng);
-    rng.read("cpu", s.rng.cpu, true);
+    if (read_int(rng, "has_cpu") != 0) {
+      rng.read("cpu", s.rng.cpu, true);
+      s.rng.cpu = s.rng.cpu.to(torch::kCPU);
+    }
     const int64_t n_cuda = read_int(rng, "cuda_count");
     for (int64_t i = 0; i < n_cuda; ++i) {
       torch::Tensor t;
       rng.read("cuda_" + std::to_string(i), t, true);
       s.rng.cuda.push_back(t.to(torch::kCPU));
     }
-    s.rng.cpu = s.rng.cpu.to(torch::kCPU);
   } catch (const c10::Error&) {
     throw FileError(path, 0, std::string("corrupt checkpoint (missing or unreadable entries); ") + kWhatToDo);
   }
@@ -188,6 +190,7 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   a.write("optimizer", opt);
 
   torch::serialize::OutputArchive rng;
+  rng.write("has_cpu", torch::tensor(static_cast<int64_t>(state.rng.cpu.defined())), true);
   if (state.rng.cpu.defined()) rng.write("cpu", state.rng.cpu, true);
   rng.write("cuda_count", torch::tensor(static_cast<int64_t>(state.rng.cuda.size())), true);
   for (size_t i = 0; i < state.rng.cuda.size(); ++i) rng.write("cuda_" + std::to_string(i), state.rng.cuda[i], true);

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
+#include "train/fused_adam.h"
 #include "train/noam.h"
 #include "train/options_map.h"
 #include "train/precision.h"
@@ -78,7 +79,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   model->to(o.device);
   model->train();
   const auto& t = o.config.train;
-  torch::optim::Adam optimizer(model->parameters(),
+  FusedAdam optimizer(model->parameters(),
                                torch::optim::AdamOptions(t.learning_rate).betas({t.betas[0], t.betas[1]}).eps(t.eps));
   const LrSchedule schedule(t.scheduler, t.learning_rate, o.config.model.hidden_channels, t.warmup_steps);
 

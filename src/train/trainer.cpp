@@ -17,6 +17,7 @@
 #include "train/align_compare.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
+#include "train/fused_adam.h"
 #include "train/image.h"
 #include "train/metrics_log.h"
 #include "train/noam.h"
@@ -99,7 +100,7 @@ class Trainer {
   data::Datasets datasets_;
   std::unique_ptr<data::DataLoader> loader_, val_loader_;
   models::GlowTTS model_{nullptr};
-  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::unique_ptr<FusedAdam> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;
   RunOutputs out_;
   StepOptions step_options_;
@@ -153,7 +154,7 @@ void Trainer::setup() {
   model_ = models::GlowTTS(model_options(c_, static_cast<int64_t>(text_->vocab_size())));
   model_->to(device_);
   model_->train();
-  optimizer_ = std::make_unique<torch::optim::Adam>(
+  optimizer_ = std::make_unique<FusedAdam>(
       model_->parameters(), torch::optim::AdamOptions(c_.train.learning_rate)
                                 .betas({c_.train.betas[0], c_.train.betas[1]})
                                 .eps(c_.train.eps));

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -170,54 +172,66 @@ TEST(Checkpoint, IncompatibleModelIsRefusedNamingTheParameter) {
   expect_refused(path, wide, "fc.weight");
 }
 
-// A writer killed with SIGKILL at any moment must leave the previous checkpoint loadable and no
-// half-written file under a checkpoint name.
+// A writer killed in the middle of writing must leave the previous checkpoint loadable and no
+// half-written file under a checkpoint name. The kill is made deterministic with a file-size
+// limit: the child's write() past RLIMIT_FSIZE raises SIGXFSZ, which terminates it right there,
+// after exactly `limit` bytes of the new checkpoint reached the disk.
 TEST(Checkpoint, KillDuringWriteLeavesThePreviousOneLoadable) {
   TempDir dir;
   torch::manual_seed(1);
-  Tiny first(4, 4 << 20);  // 16 MiB of weights: the write takes a while
+  Tiny first(4, 1 << 20);  // 4 MiB of weights
   torch::optim::Adam opt(first->parameters());
   CheckpointState s = some_state();
   s.step = 1;
   save_checkpoint(dir / checkpoint_filename(1), *first, opt, s);
+  const auto full_size = static_cast<rlim_t>(fs::file_size(dir / checkpoint_filename(1)));
 
-  int killed_mid_write = 0, completed = 0;
-  for (int trial = 0; trial < 12; ++trial) {
-    fs::remove(dir / checkpoint_filename(2));
+  auto write_second = [&](rlim_t limit) {
     const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
     if (pid == 0) {
-      Tiny second(4, 4 << 20);
+      const struct rlimit no_core {0, 0}, size {limit, limit};
+      setrlimit(RLIMIT_CORE, &no_core);
+      if (limit != RLIM_INFINITY) setrlimit(RLIMIT_FSIZE, &size);
+      torch::manual_seed(2);
+      Tiny second(4, 1 << 20);
       torch::optim::Adam opt2(second->parameters());
-      CheckpointState s2;
+      CheckpointState s2 = some_state();
       s2.step = 2;
       save_checkpoint(dir / checkpoint_filename(2), *second, opt2, s2);
       _exit(0);
     }
-    usleep(static_cast<useconds_t>(trial * 15000));  // 0 .. 165 ms
-    kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
+    return status;
+  };
 
-    bool leftover = false;
+  for (const rlim_t limit : {rlim_t{0}, rlim_t{4096}, full_size / 2, full_size - 1}) {
+    const int status = write_second(limit);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << "limit " << limit << " status " << status;
+    // The dead writer's partial temp file is there, with exactly `limit` bytes...
+    int temps = 0;
     for (const auto& e : fs::directory_iterator(dir.path())) {
-      leftover |= is_temporary_file(e.path().filename().string());
+      if (!is_temporary_file(e.path().filename().string())) continue;
+      ++temps;
+      EXPECT_EQ(fs::file_size(e.path()), limit);
     }
-    killed_mid_write += leftover;
+    EXPECT_EQ(temps, 1) << "limit " << limit;
+    // ...but under checkpoint names there is only the previous one, and it loads intact.
     const auto all = list_checkpoints(dir.path());
-    completed += all.size() == 2;
-    // Every file under a checkpoint name loads completely.
-    for (const auto& path : all) {
-      Tiny probe(4, 4 << 20);
-      const CheckpointState got = load_checkpoint(path, *probe, nullptr);
-      if (got.step == 1) EXPECT_TRUE(same_params(probe, first));
-    }
-    ASSERT_FALSE(all.empty());
-    EXPECT_EQ(fs::path(all.front()).filename(), checkpoint_filename(1));
+    ASSERT_EQ(all.size(), 1u) << "limit " << limit;
+    EXPECT_EQ(fs::path(newest_checkpoint(dir.path())).filename(), checkpoint_filename(1));
+    Tiny probe(4, 1 << 20);
+    EXPECT_EQ(load_checkpoint(all[0], *probe, nullptr).step, 1);
+    EXPECT_TRUE(same_params(probe, first));
     prune_checkpoints(dir.path(), 10);  // clears the dead writer's temp file
   }
-  // The test only means something if some kills landed inside the write.
-  EXPECT_GT(killed_mid_write, 0) << "no kill hit a write in progress; completed " << completed;
+  // Without the limit the same writer completes and its checkpoint becomes the newest.
+  const int status = write_second(RLIM_INFINITY);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(fs::path(newest_checkpoint(dir.path())).filename(), checkpoint_filename(2));
+  Tiny probe(4, 1 << 20);
+  EXPECT_EQ(load_checkpoint(newest_checkpoint(dir.path()), *probe, nullptr).step, 2);
+  for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_FALSE(is_temporary_file(e.path().filename().string()));
 }
 
 }  // namespace
