@@ -28,6 +28,7 @@ struct Args {
   int repeats = 10;
   int cpu_max_text = 2048;  // the cpu backend runs T <= this
   bool quick = false;       // B=16, T <= 512 only
+  std::vector<int64_t> point;  // --point B,T,S: that shape alone (e.g. under a profiler)
 };
 
 Args parse(int argc, char** argv) {
@@ -51,12 +52,16 @@ Args parse(int argc, char** argv) {
       a.repeats = std::max(1, std::stoi(value()));
     } else if (arg == "--cpu-max-text") {
       a.cpu_max_text = std::stoi(value());
+    } else if (arg == "--point") {
+      std::stringstream list(value());
+      for (std::string n; std::getline(list, n, ',');) a.point.push_back(std::stoll(n));
+      if (a.point.size() != 3) throw monoflow::UserError("bench_mas: --point takes B,T,S");
     } else if (arg == "--quick") {
       a.quick = true;
     } else {
       throw monoflow::UserError("bench_mas: unknown argument '" + arg +
                                 "'; use --backends cpu,cuda,cuda-fast --csv FILE --repeats N "
-                                "--cpu-max-text T --quick");
+                                "--cpu-max-text T --quick --point B,T,S");
     }
   }
   return a;
@@ -168,22 +173,41 @@ int main(int argc, char** argv) try {
                    rows.back().backend.c_str(), (long long)batch, (long long)text,
                    (long long)mel, ms, note.c_str());
       if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
-        for (int k : {4, 8}) {
-          o.fast_rows_per_lane = k;
-          const double vms = time_backend(in, o, repeats, warmup, &durations);
-          rows.push_back({name + "[" + (tag.empty() ? "" : tag + ",") + "K" + std::to_string(k) + "]",
-                          batch, text, mel, vms,
-                          torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+        const std::string prefix = name + "[" + (tag.empty() ? "" : tag + ",");
+        struct Variant {
+          const char* label;
+          int rows_per_lane, kernel;
+        };
+        for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled,K4", 4, 1},
+                                 Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged,K8", 8, 3}}) {
+          o.fast_rows_per_lane = v.rows_per_lane;
+          o.fast_variant = v.kernel;
+          if (v.kernel == 1 && mel % 4 != 0) continue;
+          try {
+            const double vms = time_backend(in, o, repeats, warmup, &durations);
+            rows.push_back({prefix + v.label + "]", batch, text, mel, vms,
+                            torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+          } catch (const std::exception& e) {
+            rows.push_back({prefix + v.label + "]", batch, text, mel, -1, "ERROR"});
+            std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
+          }
         }
         o.fast_rows_per_lane = 0;
+        o.fast_variant = 0;
         o.want_path = false;
         const double dms = time_backend(in, o, repeats, warmup, &durations);
-        rows.push_back({name + "[" + (tag.empty() ? "" : tag + ",") + "durations-only]", batch,
+        rows.push_back({prefix + "durations-only]", batch,
                         text, mel, dms, torch::equal(durations, reference) ? "same" : "DIFFERENT"});
       }
     }
   };
 
+  if (!args.point.empty()) {
+    const Input in = full_input(args.point[0], args.point[1], args.point[2]);
+    bench_point("", in, args.point[0], args.point[1], args.point[2]);
+    for (const Row& r : rows) std::printf("%-40s %10.3f ms\n", r.backend.c_str(), r.ms);
+    return 0;
+  }
   const std::vector<int64_t> batches = args.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 32};
   const std::vector<int64_t> texts =
       args.quick ? std::vector<int64_t>{128, 256, 512} : std::vector<int64_t>{128, 256, 512, 1024, 2048};
@@ -216,7 +240,7 @@ int main(int argc, char** argv) try {
   std::printf("\n%s", csv.str().c_str());
   if (!args.csv.empty()) std::ofstream(args.csv) << csv.str();
   bool agree = true;
-  for (const Row& r : rows) agree = agree && r.note != "DIFFERENT";
+  for (const Row& r : rows) agree = agree && r.note != "DIFFERENT" && r.note != "ERROR";
   return agree ? 0 : 2;
 } catch (const monoflow::UserError& e) {
   std::fprintf(stderr, "%s\n", e.what());

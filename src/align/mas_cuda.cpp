@@ -1,6 +1,7 @@
 // Torch-side dispatch of the CUDA backends: device, dtype and length handling, buffers
 // from the caching allocator, launches on the current stream, and one read-back of the
-// error flags (the only host synchronisation).
+// error flags (the only host synchronisation). Few torch calls per run: at training-batch
+// shapes the kernels take tens of microseconds, so host overhead matters.
 #include "align/mas_cuda.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -15,16 +16,26 @@
 namespace monoflow::align {
 namespace {
 
-void check_launch(cudaError_t error, const char* what) {
+void check_cuda(cudaError_t error, const char* what) {
   TORCH_CHECK(error == cudaSuccess, "maximum_path: ", what, " failed: ", cudaGetErrorString(error));
 }
 
-// int32 lengths on logp's device; out-of-range values stay out of range for the kernels.
-torch::Tensor device_lengths(const torch::Tensor& lengths, const torch::Device& device,
-                             int64_t limit) {
-  torch::Tensor l = lengths.to(device, /*non_blocking=*/true);
-  if (l.scalar_type() != torch::kInt32) l = l.clamp(-1, limit + 1).to(torch::kInt32);
-  return l.contiguous();
+// Lengths as the kernels read them: int32 or int64, contiguous, on logp's device. The
+// tensor keeps converted storage alive for the run.
+struct Lengths {
+  torch::Tensor tensor;
+  kernels::DeviceLengths view;
+};
+Lengths device_lengths(const torch::Tensor& lengths, const torch::Device& device) {
+  Lengths l;
+  l.tensor = lengths;
+  const auto dtype = lengths.scalar_type();
+  if (lengths.device() != device || (dtype != torch::kInt32 && dtype != torch::kInt64) ||
+      !lengths.is_contiguous()) {
+    l.tensor = lengths.to(device, torch::kInt64).contiguous();
+  }
+  l.view = {l.tensor.data_ptr(), l.tensor.scalar_type() == torch::kInt64};
+  return l;
 }
 
 // Host-side lengths check: throws the detailed UserError for bad lengths.
@@ -35,18 +46,25 @@ void check_lengths_on_host(const torch::Tensor& text_lengths, const torch::Tenso
   check_mas_lengths(t.data_ptr<int64_t>(), s.data_ptr<int64_t>(), batch, max_text, max_mel);
 }
 
-// Reads the kernels' flags (synchronises the stream) and throws what they report.
-void raise_flags(const torch::Tensor& flags, const torch::Tensor& text_lengths,
-                 const torch::Tensor& mel_lengths, int64_t batch, int64_t max_text,
-                 int64_t max_mel) {
-  const torch::Tensor host = flags.to(torch::kCPU);
-  const int32_t* f = host.data_ptr<int32_t>();
-  if (f[0] != 0) {
+// Reads the kernels' two flags through pinned memory (waits for the stream) and throws what
+// they report.
+void raise_flags(const int32_t* device_flags, int count, cudaStream_t stream,
+                 const torch::Tensor& text_lengths, const torch::Tensor& mel_lengths,
+                 int64_t batch, int64_t max_text, int64_t max_mel) {
+  thread_local int32_t* pinned = nullptr;
+  if (!pinned) check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&pinned), 3 * sizeof(int32_t),
+                                        cudaHostAllocDefault), "pinned flag buffer");
+  check_cuda(cudaMemcpyAsync(pinned, device_flags, count * sizeof(int32_t), cudaMemcpyDeviceToHost, stream),
+             "flag read-back");
+  check_cuda(cudaStreamSynchronize(stream), "MAS kernels");
+  const int32_t bad_lengths = pinned[0], non_finite = pinned[1];
+  TORCH_CHECK(count < 3 || pinned[2] == 0, "maximum_path: cuda-fast hand-over between warps timed out");
+  if (bad_lengths != 0) {
     check_lengths_on_host(text_lengths, mel_lengths, batch, max_text, max_mel);
-    TORCH_CHECK(false, "maximum_path: the kernel rejected item ", batch - f[0],
+    TORCH_CHECK(false, "maximum_path: the kernel rejected item ", batch - bad_lengths,
                 "'s lengths, the host check did not");
   }
-  if (f[1] != 0) throw UserError(nonfinite_message(batch - f[1]));
+  if (non_finite != 0) throw UserError(nonfinite_message(batch - non_finite));
 }
 
 int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text) {
@@ -57,15 +75,25 @@ int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text
     }
     return options.fast_rows_per_lane;
   }
-  // K=4 when one warp per scheduler still covers the batch (shorter column steps), else K=8.
+  // K=4 while its warps (one per block) all fit on the GPU at once: 4 per SM with 3 stages
+  // of 16 KB tiles. Beyond that, K=8 halves the warp count.
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t warps_k4 = batch * ((max_text + 127) / 128);
   return warps_k4 <= 4 * sms ? 4 : 8;
 }
 
+// float32 contiguous logp; a copy only when the input is not already that.
+torch::Tensor as_float32(const torch::Tensor& logp) {
+  if (logp.scalar_type() == torch::kFloat32 && logp.is_contiguous()) return logp;
+  return logp.to(torch::kFloat32).contiguous();
+}
+
 }  // namespace
 
-bool cuda_device_present() { return torch::cuda::is_available(); }
+bool cuda_device_present() {
+  static const bool present = torch::cuda::is_available();
+  return present;
+}
 
 MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_lengths,
                             const torch::Tensor& mel_lengths, const MasOptions& options) {
@@ -75,33 +103,28 @@ MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_length
     check_lengths_on_host(text_lengths, mel_lengths, batch, max_text, max_mel);
   }
   // In place on the caller's tensor when it is float32 and contiguous, as Super-MAS does.
-  torch::Tensor work = logp;
-  if (work.scalar_type() != torch::kFloat32 || !work.is_contiguous()) {
-    work = work.to(torch::kFloat32).contiguous();
-  } else if (options.keep_input) {
-    work = work.clone();
-  }
+  torch::Tensor work = as_float32(logp);
+  if (options.keep_input && work.data_ptr() == logp.data_ptr()) work = work.clone();
   const PathFormat format = path_format(options.path_dtype);
   const auto device = logp.device();
-  const torch::Tensor tl = device_lengths(text_lengths, device, max_text);
-  const torch::Tensor ml = device_lengths(mel_lengths, device, max_mel);
-  torch::Tensor durations = torch::zeros({batch, max_text}, torch::dtype(torch::kInt32).device(device));
+  const Lengths tl = device_lengths(text_lengths, device), ml = device_lengths(mel_lengths, device);
+  // One zeroed int32 buffer: flags, then the durations.
+  torch::Tensor ints = torch::zeros({2 + batch * max_text}, torch::dtype(torch::kInt32).device(device));
   torch::Tensor path;
   if (options.want_path) {
     path = torch::zeros({batch, max_text, max_mel}, torch::dtype(options.path_dtype).device(device));
   }
-  torch::Tensor flags = torch::zeros({2}, torch::dtype(torch::kInt32).device(device));
-  check_launch(kernels::launch_super_mas(work.data_ptr<float>(), batch, max_text, max_mel,
-                                         tl.data_ptr<int32_t>(), ml.data_ptr<int32_t>(),
-                                         options.neg_inf, path.defined() ? path.data_ptr() : nullptr,
-                                         format.bytes, format.one, durations.data_ptr<int32_t>(),
-                                         flags.data_ptr<int32_t>(),
-                                         at::cuda::getCurrentCUDAStream().stream()),
-               "super-MAS kernel");
-  raise_flags(flags, text_lengths, mel_lengths, batch, max_text, max_mel);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
+  int32_t* flags = ints.data_ptr<int32_t>();
+  check_cuda(kernels::launch_super_mas(work.data_ptr<float>(), batch, max_text, max_mel, tl.view,
+                                       ml.view, options.neg_inf,
+                                       path.defined() ? path.data_ptr() : nullptr, format.bytes,
+                                       format.one, flags + 2, flags, stream),
+             "super-MAS kernel");
+  raise_flags(flags, 2, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
   MasResult result;
   result.path = path;
-  if (options.want_durations) result.durations = durations;
+  if (options.want_durations) result.durations = ints.slice(0, 2).view({batch, max_text});
   return result;
 }
 
@@ -112,49 +135,52 @@ MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor&
   if (batch > 0 && (max_text == 0 || max_mel == 0)) {
     check_lengths_on_host(text_lengths, mel_lengths, batch, max_text, max_mel);
   }
+  if (batch == 0) {
+    MasResult empty;
+    if (options.want_path) empty.path = torch::zeros(logp.sizes(), torch::dtype(options.path_dtype).device(logp.device()));
+    if (options.want_durations) empty.durations = torch::zeros({0, max_text}, torch::dtype(torch::kInt32).device(logp.device()));
+    return empty;
+  }
   TORCH_CHECK(max_text < (1 << 24) && max_mel < (1 << 24), "maximum_path: shape too large");
   // Read only: logp is never written, so keep_input needs no copy.
-  torch::Tensor work = logp;
-  if (work.scalar_type() != torch::kFloat32 || !work.is_contiguous()) {
-    work = work.to(torch::kFloat32).contiguous();
-  }
+  const torch::Tensor work = as_float32(logp);
   const PathFormat format = path_format(options.path_dtype);
   const auto device = logp.device();
   const auto ints = torch::dtype(torch::kInt32).device(device);
-  const torch::Tensor tl = device_lengths(text_lengths, device, max_text);
-  const torch::Tensor ml = device_lengths(mel_lengths, device, max_mel);
-
+  const Lengths tl = device_lengths(text_lengths, device), ml = device_lengths(mel_lengths, device);
   const auto layout = kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
                                                static_cast<int>(max_mel),
                                                rows_per_lane_for(options, batch, max_text));
-  torch::Tensor bits = torch::empty({layout.bit_words()}, ints);
-  torch::Tensor boundary = torch::empty({layout.boundary_floats()}, torch::dtype(torch::kFloat32).device(device));
-  torch::Tensor flags_and_sync = torch::zeros({2 + layout.sync_ints()}, ints);
+  torch::Tensor workspace = torch::empty({layout.total_ints}, ints);
   torch::Tensor durations = torch::empty({batch, max_text}, ints);
-  torch::Tensor starts = torch::empty({batch, max_text}, ints);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
-  int32_t* flags = flags_and_sync.data_ptr<int32_t>();
-  auto* bit_words = reinterpret_cast<uint32_t*>(bits.data_ptr<int32_t>());
-
-  check_launch(kernels::launch_fast_mas_forward(
-                   work.data_ptr<float>(), batch, max_text, max_mel, tl.data_ptr<int32_t>(),
-                   ml.data_ptr<int32_t>(), options.neg_inf, layout, bit_words,
-                   boundary.data_ptr<float>(), flags + 2, flags, stream),
-               "cuda-fast forward kernel");
-  check_launch(kernels::launch_fast_mas_walk(bit_words, batch, max_text, max_mel,
-                                             tl.data_ptr<int32_t>(), ml.data_ptr<int32_t>(),
-                                             layout, durations.data_ptr<int32_t>(),
-                                             starts.data_ptr<int32_t>(), stream),
-               "cuda-fast walk kernel");
+  int32_t* ws = workspace.data_ptr<int32_t>();
+  check_cuda(cudaMemsetAsync(ws, 0, layout.zeroed_ints * sizeof(int32_t), stream), "workspace reset");
+  check_cuda(cudaMemsetAsync(ws + layout.boundary_offset, 0, layout.boundary_ints * sizeof(int32_t), stream),
+             "boundary reset");
+  const cudaError_t forward =
+      kernels::launch_fast_mas_forward(work.data_ptr<float>(), static_cast<int>(max_text),
+                                       static_cast<int>(max_mel), tl.view, ml.view, options.neg_inf,
+                                       layout, ws, options.fast_variant, stream);
+  if (forward == cudaErrorInvalidValue) {
+    throw UserError("maximum_path: cuda-fast variant " + std::to_string(options.fast_variant) +
+                    " does not support this configuration (see kernels/mas_fast_forward.cu)");
+  }
+  check_cuda(forward, "cuda-fast forward kernel");
+  check_cuda(kernels::launch_fast_mas_walk(static_cast<int>(max_text), static_cast<int>(max_mel),
+                                           tl.view, ml.view, layout, ws,
+                                           durations.data_ptr<int32_t>(), stream),
+             "cuda-fast walk kernel");
   MasResult result;
   if (options.want_path) {
     result.path = torch::empty({batch, max_text, max_mel}, torch::dtype(options.path_dtype).device(device));
-    check_launch(kernels::launch_path_from_durations(
-                     starts.data_ptr<int32_t>(), durations.data_ptr<int32_t>(), batch, max_text,
-                     max_mel, result.path.data_ptr(), format.bytes, format.one, stream),
-                 "path kernel");
+    check_cuda(kernels::launch_path_from_durations(
+                   ws + layout.starts_offset, durations.data_ptr<int32_t>(), static_cast<int>(batch),
+                   static_cast<int>(max_text), static_cast<int>(max_mel), result.path.data_ptr(),
+                   format.bytes, format.one, stream),
+               "path kernel");
   }
-  raise_flags(flags_and_sync.slice(0, 0, 2), text_lengths, mel_lengths, batch, max_text, max_mel);
+  raise_flags(ws, 3, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
   if (options.want_durations) result.durations = durations;
   return result;
 }

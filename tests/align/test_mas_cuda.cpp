@@ -34,18 +34,29 @@ struct Variant {
   std::string name;
   Backend backend;
   int rows_per_lane;
+  int fast_variant = 0;
 };
 
-std::vector<Variant> gpu_variants() {
-  return {{"cuda", Backend::kCuda, 0},
+// The backends and cuda-fast variants to check at this mel width (v1 and v2 are kept only
+// for 16-byte aligned rows, where they were measured).
+std::vector<Variant> gpu_variants(int64_t max_mel) {
+  std::vector<Variant> all = {{"cuda", Backend::kCuda, 0},
           {"cuda-fast/K4", Backend::kCudaFast, 4},
-          {"cuda-fast/K8", Backend::kCudaFast, 8}};
+          {"cuda-fast/K8", Backend::kCudaFast, 8},
+          {"cuda-fast/v1", Backend::kCudaFast, 4, 1},
+          {"cuda-fast/v2", Backend::kCudaFast, 4, 2}};
+  std::vector<Variant> usable;
+  for (const Variant& v : all) {
+    if (max_mel % 4 == 0 || (v.fast_variant != 1 && v.fast_variant != 2)) usable.push_back(v);
+  }
+  return usable;
 }
 
 MasResult run(const Variant& v, const testing::RandomBatch& in, bool keep_input = true) {
   MasOptions o;
   o.backend = v.backend;
   o.fast_rows_per_lane = v.rows_per_lane;
+  o.fast_variant = v.fast_variant;
   o.keep_input = keep_input;
   const int64_t bytes = in.logp.numel() * 4;
   poison_gpu_memory(2 * bytes + (1 << 20));
@@ -56,7 +67,7 @@ void expect_same_as_cpu(const testing::RandomBatch& in, const std::string& what)
   MasOptions cpu;
   cpu.keep_input = true;
   const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-  for (const Variant& v : gpu_variants()) {
+  for (const Variant& v : gpu_variants(in.logp.size(2))) {
     SCOPED_TRACE(what + " " + v.name);
     const MasResult r = run(v, in);
     ASSERT_TRUE(r.path.is_cuda());
@@ -94,10 +105,32 @@ TEST_F(MasCuda, IdenticalToCpuOnLongShapes) {
   expect_same_as_cpu(random_batch(3, 2048, 8192, false, gen), "T=2048 padded");
 }
 
+TEST_F(MasCuda, TaggedHandOverVariantIsIdenticalToCpu) {
+  // cuda-fast v3 (hand-over through tagged 64-bit entries instead of release/acquire).
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(28);
+  for (int k : {4, 8}) {
+    for (auto s : std::vector<std::array<int64_t, 3>>{{5, 200, 203}, {6, 129, 517}, {32, 180, 1000},
+                                                       {3, 700, 2803}, {3, 2048, 8192}}) {
+      auto in = random_batch(s[0], s[1], s[2], s[1] < 1000, gen);
+      MasOptions cpu;
+      cpu.keep_input = true;
+      const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
+      MasOptions o;
+      o.backend = Backend::kCudaFast;
+      o.fast_variant = 3;
+      o.fast_rows_per_lane = k;
+      poison_gpu_memory(2 * in.logp.numel() * 4);
+      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
+      ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << "K=" << k << " T=" << s[1];
+      ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << "K=" << k << " T=" << s[1];
+    }
+  }
+}
+
 TEST_F(MasCuda, PathsSatisfyTheInvariants) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(24);
   auto in = random_batch(6, 300, 1300, false, gen);
-  for (const Variant& v : gpu_variants()) {
+  for (const Variant& v : gpu_variants(in.logp.size(2))) {
     SCOPED_TRACE(v.name);
     const MasResult r = run(v, in);
     const torch::Tensor path = r.path.cpu(), durations = r.durations.cpu();
@@ -137,10 +170,11 @@ TEST_F(MasCuda, HalfPrecisionInputsAndPathDtypes) {
     const torch::Tensor low = in.logp.to(dtype);
     MasOptions cpu;
     const MasResult ref = maximum_path(low, in.text_lengths, in.mel_lengths, cpu);
-    for (const Variant& v : gpu_variants()) {
+    for (const Variant& v : gpu_variants(in.logp.size(2))) {
       MasOptions o;
       o.backend = v.backend;
       o.fast_rows_per_lane = v.rows_per_lane;
+  o.fast_variant = v.fast_variant;
       o.path_dtype = torch::kBool;
       const MasResult r = maximum_path(low.cuda(), in.text_lengths.cuda(), in.mel_lengths.cuda(), o);
       EXPECT_EQ(r.path.scalar_type(), torch::kBool);
@@ -156,11 +190,12 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
   MasOptions cpu;
   cpu.keep_input = true;
   const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-  for (const Variant& v : gpu_variants()) {
+  for (const Variant& v : gpu_variants(in.logp.size(2))) {
     for (auto dtype : {torch::kUInt8, torch::kFloat16, torch::kInt64, torch::kInt32}) {
       MasOptions o;
       o.backend = v.backend;
       o.fast_rows_per_lane = v.rows_per_lane;
+  o.fast_variant = v.fast_variant;
       o.keep_input = true;
       o.path_dtype = dtype;
       poison_gpu_memory(1 << 22);
@@ -170,6 +205,7 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
     MasOptions o;
     o.backend = v.backend;
     o.fast_rows_per_lane = v.rows_per_lane;
+  o.fast_variant = v.fast_variant;
     o.want_path = false;
     const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o);
     EXPECT_FALSE(r.path.defined());
@@ -182,6 +218,7 @@ std::string error_of(const Variant& v, const torch::Tensor& logp, const torch::T
   MasOptions o;
   o.backend = v.backend;
   o.fast_rows_per_lane = v.rows_per_lane;
+  o.fast_variant = v.fast_variant;
   try {
     maximum_path(logp.cuda(), text.cuda(), mel.cuda(), o);
   } catch (const UserError& e) {
@@ -191,7 +228,7 @@ std::string error_of(const Variant& v, const torch::Tensor& logp, const torch::T
 }
 
 TEST_F(MasCuda, ReportsBadLengthsAndNonFiniteValues) {
-  for (const Variant& v : gpu_variants()) {
+  for (const Variant& v : gpu_variants(300)) {
     SCOPED_TRACE(v.name);
     const torch::Tensor logp = torch::zeros({3, 40, 300});
     const auto ok_t = torch::tensor({40, 10, 5}), ok_s = torch::tensor({300, 20, 5});

@@ -5,20 +5,20 @@
 // Each column y is one step: the threads update the band cells of column y from column
 // y-1, then synchronise. Loads are strided by S (one element per row), as in Super-MAS;
 // cuda-fast (mas_fast.cu) is the answer to that cost. Measured in docs/benchmarks.md.
-#include "align/kernels/mas_kernels.h"
+#include "align/kernels/mas_fast_common.cuh"  // length_at, lengths_valid
 
 namespace monoflow::align::kernels {
 namespace {
 
 template <typename Word>
 __global__ void super_mas_kernel(float* __restrict__ logp, int batch, int max_text, int max_mel,
-                                 const int* __restrict__ text_lengths,
-                                 const int* __restrict__ mel_lengths, float neg_inf,
+                                 DeviceLengths text_lengths, DeviceLengths mel_lengths,
+                                 float neg_inf,
                                  Word* __restrict__ path, Word path_one, int* __restrict__ durations,
                                  int* __restrict__ flags) {
   const int b = blockIdx.x;
-  const int text_len = text_lengths[b], mel_len = mel_lengths[b];
-  if (text_len < 1 || mel_len < text_len || text_len > max_text || mel_len > max_mel) {
+  const int text_len = length_at(text_lengths, b), mel_len = length_at(mel_lengths, b);
+  if (!lengths_valid(text_len, mel_len, max_text, max_mel)) {
     if (threadIdx.x == 0) atomicMax(&flags[0], batch - b);
     return;
   }
@@ -59,8 +59,8 @@ __global__ void super_mas_kernel(float* __restrict__ logp, int batch, int max_te
 }
 
 template <typename Word>
-cudaError_t launch(float* logp, int batch, int max_text, int max_mel, const int* text_lengths,
-                   const int* mel_lengths, float neg_inf, void* path, uint64_t path_one,
+cudaError_t launch(float* logp, int batch, int max_text, int max_mel, DeviceLengths text_lengths,
+                   DeviceLengths mel_lengths, float neg_inf, void* path, uint64_t path_one,
                    int* durations, int* flags, cudaStream_t stream) {
   const int threads = min(1024, (max_text + 31) / 32 * 32);
   super_mas_kernel<Word><<<batch, threads, 0, stream>>>(
@@ -72,7 +72,7 @@ cudaError_t launch(float* logp, int batch, int max_text, int max_mel, const int*
 }  // namespace
 
 cudaError_t launch_super_mas(float* logp, int batch, int max_text, int max_mel,
-                             const int* text_lengths, const int* mel_lengths, float neg_inf,
+                             DeviceLengths text_lengths, DeviceLengths mel_lengths, float neg_inf,
                              void* path, int path_bytes, uint64_t path_one, int* durations,
                              int* flags, cudaStream_t stream) {
   if (batch == 0) return cudaSuccess;
