@@ -52,8 +52,10 @@ TEST(GlowTTSCuda, LjspeechModelMatchesCpuAndAllMasBackendsAgree) {
   at::globalContext().setAllowTF32CuDNN(false);
   torch::manual_seed(21);
   GlowTTS model(GlowTTSOptions(148, 80));
-  model->eval();
   auto b = ljspeech_batch(4, 5);
+  model->set_ddi(true);  // data-dependent ActNorm values, so that logdet is not ~0
+  model->forward(b.text, b.text_lengths, b.mel * 3, b.mel_lengths, {}, mas(align::Backend::kCpu));
+  model->eval();
   auto cpu = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, {}, mas(align::Backend::kCpu));
   model->to(torch::kCUDA);
   auto gpu = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, {}, mas(align::Backend::kCpu));
@@ -61,7 +63,9 @@ TEST(GlowTTSCuda, LjspeechModelMatchesCpuAndAllMasBackendsAgree) {
   EXPECT_LT(max_abs_diff(gpu.x_m, cpu.x_m), 1e-3);
   EXPECT_LT(max_abs_diff(gpu.logw, cpu.logw), 1e-3);
   EXPECT_LT(max_abs_diff(gpu.z, cpu.z), 1e-3);
-  EXPECT_LT(max_abs_diff(gpu.logdet, cpu.logdet) / cpu.logdet.abs().max().item<double>(), 1e-5);
+  // logdet sums ~B*80*S/2 terms; at initialisation it is near 0 (orthogonal InvConvNear,
+  // identity ActNorm/couplings), so the bound is absolute, scaled by its size.
+  EXPECT_LT(max_abs_diff(gpu.logdet, cpu.logdet), 1e-3 * std::max(1.0, cpu.logdet.abs().max().item<double>()));
   auto loss = [](const GlowTTSOutput& o) { return mle_loss(o.z, o.z_m, o.z_logs, o.logdet, o.z_mask).item<double>(); };
   EXPECT_NEAR(loss(gpu), loss(cpu), 1e-3);
   for (auto backend : {align::Backend::kCuda, align::Backend::kCudaFast}) {
@@ -74,6 +78,8 @@ TEST(GlowTTSCuda, LjspeechModelMatchesCpuAndAllMasBackendsAgree) {
 
 TEST(GlowTTSCuda, TrainingStepTimesAndBfloat16Autocast) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuBLAS(true);  // the trainer's default (run.allow_tf32)
+  at::globalContext().setAllowTF32CuDNN(true);
   torch::manual_seed(22);
   GlowTTS model(GlowTTSOptions(148, 80));
   model->to(torch::kCUDA);
