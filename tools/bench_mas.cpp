@@ -2,7 +2,8 @@
 // B in {16, 32}, T in {128, ..., 2048}, full lengths, plus one random-lengths run), a
 // training-batch point (LJSpeech-shaped lengths), and cuda-fast variants. Median ms per
 // backend; the cpu backend is timed with its host/device copies. Prints a table and CSV
-// (backend,B,T,S,ms); variants and special runs carry a [tag] in the backend column.
+// (backend,B,T,S,ms); variants and special runs carry a [tag] in the backend column, its
+// parts joined by "+" so that the CSV keeps five fields.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -173,13 +174,13 @@ int main(int argc, char** argv) try {
                    rows.back().backend.c_str(), (long long)batch, (long long)text,
                    (long long)mel, ms, note.c_str());
       if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
-        const std::string prefix = name + "[" + (tag.empty() ? "" : tag + ",");
+        const std::string prefix = name + "[" + (tag.empty() ? "" : tag + "+");
         struct Variant {
           const char* label;
           int rows_per_lane, kernel;
         };
-        for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled,K4", 4, 1},
-                                 Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged,K8", 8, 3}}) {
+        for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled+K4", 4, 1},
+                                 Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged+K8", 8, 3}}) {
           o.fast_rows_per_lane = v.rows_per_lane;
           o.fast_variant = v.kernel;
           if (v.kernel == 1 && mel % 4 != 0) continue;

@@ -174,7 +174,7 @@ TEST_F(MasCuda, HalfPrecisionInputsAndPathDtypes) {
       MasOptions o;
       o.backend = v.backend;
       o.fast_rows_per_lane = v.rows_per_lane;
-  o.fast_variant = v.fast_variant;
+      o.fast_variant = v.fast_variant;
       o.path_dtype = torch::kBool;
       const MasResult r = maximum_path(low.cuda(), in.text_lengths.cuda(), in.mel_lengths.cuda(), o);
       EXPECT_EQ(r.path.scalar_type(), torch::kBool);
@@ -195,7 +195,7 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
       MasOptions o;
       o.backend = v.backend;
       o.fast_rows_per_lane = v.rows_per_lane;
-  o.fast_variant = v.fast_variant;
+      o.fast_variant = v.fast_variant;
       o.keep_input = true;
       o.path_dtype = dtype;
       poison_gpu_memory(1 << 22);
@@ -205,7 +205,7 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
     MasOptions o;
     o.backend = v.backend;
     o.fast_rows_per_lane = v.rows_per_lane;
-  o.fast_variant = v.fast_variant;
+    o.fast_variant = v.fast_variant;
     o.want_path = false;
     const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o);
     EXPECT_FALSE(r.path.defined());

@@ -13,18 +13,22 @@
 // deep. Only band cells count: above the diagonal Q is exactly neg_inf, the diagonal forces
 // the step down, cells below the band are never read by band cells.
 //
-// Versions, side by side (bench_mas on an H100, B=32 T=2048 S=8192, durations only / with
-// the dense float32 path; training batch B=32 T<=180 S<=1000 with path):
-//   v1 forward_v1: the 32-column chunk fully unrolled (compile-time register indices for
-//      the boundary values and bit positions). ~375 cycles per column step with K=4 and
-//      twice that with K=8: the unrolled body (tens of KB of SASS) misses the instruction
-//      cache on every step. 1.83 / 2.42 ms; training 0.24 ms.
-//   v2 forward_v2: the chunk is a rolled loop over 8 groups of 4 columns (unrolled
-//      inside); lane 31's boundary values go through shared memory, its outgoing values are
-//      stored per group, bit positions are shifted at run time. Figures in
-//      docs/benchmarks.md.
-// Rows per lane: K=4 gives twice the warps of K=8 and a column step half as long; chosen
-// by shape in mas_cuda.cpp. VEC=4: 16-byte copies (S % 4 == 0); VEC=1: 4-byte fallback.
+// Versions, side by side (bench_mas on an H100, 2026-11-22, docs/benchmarks.md "MAS"; times
+// with the dense float32 path, B=32 T=2048 S=8192 / training batch B=32 T<=175 S<=1000):
+//   v1 forward_v1: the 32-column chunk fully unrolled (compile-time register indices for the
+//      boundary values and bit positions). 2.32 / 0.145 ms (K=4). Kept: K=4, VEC=4 only.
+//   v2 forward_v2<.., TAGGED=false>: the chunk as a rolled loop over 8 groups of 4 columns;
+//      lane 31's boundary values through shared memory; hand-over by st.release/ld.acquire
+//      on a progress counter per 32 columns. 2.31 / 0.160 ms (K=4), 2.50 / 0.205 ms (K=8):
+//      small code did not help, so the instruction cache is not what limits a column step
+//      (~150 ns with many warps per utterance, about half with one). The default.
+//   v3 forward_v2<.., TAGGED=true>: v2 with a fence-free hand-over: each published value
+//      carries its column in the upper half of a 64-bit entry (one single-copy-atomic
+//      access), so the writer needs no GPU-scope MEMBAR per chunk (which also waits for its
+//      in-flight tile loads). First GPU run hung: the polling loads were plain and got hoisted;
+//      now volatile and bounded. Not yet measured: select with fast_variant = 3.
+// Rows per lane: K=4 gives twice the warps of K=8 and a column step half as long; K=4 was
+// faster at every measured point. VEC=4: 16-byte copies (S % 4 == 0); VEC=1: 4-byte fallback.
 #include "align/kernels/mas_fast_common.cuh"
 
 namespace monoflow::align::kernels {
@@ -67,6 +71,7 @@ struct WarpTask {
   uint32_t* bits;          // this lane's rows in the 32-column block 0
   int mel_len;
   int* stalled;            // set when a hand-over wait gives up (a bug, never a user error)
+  bool gave_up;            // this warp gave up once: it waits no more (error reported anyway)
 };
 
 // Bound on hand-over polls (each an L2 round trip, about a microsecond): a wait this long
@@ -106,6 +111,7 @@ __device__ __forceinline__ bool take_task(WarpTask& t, const float* logp, int ma
   t.my_row = boundary + (t.b * W + t.w) * row_floats;
   t.progress = ws + 4 + t.b * W;
   t.stalled = ws + 2;
+  t.gave_up = false;
   t.bits = reinterpret_cast<uint32_t*>(ws + layout.bits_offset) +
            static_cast<int64_t>(t.b) * layout.mel_blocks * layout.padded_text + t.x0 + lane * K;
   return true;
@@ -113,18 +119,21 @@ __device__ __forceinline__ bool take_task(WarpTask& t, const float* logp, int ma
 
 // Lane 31: waits until the previous warp has published what the chunk at y0 needs, then
 // loads f[k] = Q[x0-1][y0-4+k], k < 36 (so f[c+3] is the value for column y0+c).
-__device__ __forceinline__ void fetch_boundary(float (&f)[36], const WarpTask& t, int y0) {
+__device__ __forceinline__ void fetch_boundary(float (&f)[36], WarpTask& t, int y0) {
   const int need = min(y0 + 31, t.up_last + 1);
-  for (int polls = 0; load_acquire(t.progress + t.w - 1) < need; ++polls) {
+  for (int polls = 0; !t.gave_up && load_acquire(t.progress + t.w - 1) < need; ++polls) {
     if (polls == kMaxPolls) {
       atomicExch(t.stalled, 1);
-      break;
+      t.gave_up = true;
     }
   }
+  const float* src = t.up_row + y0 - 4;
 #pragma unroll
-  for (int k = 0; k < 9; ++k) {
-    const float4 v = __ldcg(reinterpret_cast<const float4*>(t.up_row + y0 - 4) + k);
-    f[4 * k] = v.x, f[4 * k + 1] = v.y, f[4 * k + 2] = v.z, f[4 * k + 3] = v.w;
+  for (int k = 0; k < 9; ++k) {  // volatile: ordered after the acquire by the compiler too
+    asm volatile("ld.relaxed.gpu.global.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(f[4 * k]), "=f"(f[4 * k + 1]), "=f"(f[4 * k + 2]), "=f"(f[4 * k + 3])
+                 : "l"(src + 4 * k)
+                 : "memory");
   }
 }
 
@@ -335,10 +344,11 @@ __device__ __forceinline__ bool tagged_ready(const TaggedBoundary& tb, const War
   return ok;
 }
 // Reloads until every needed entry carries its tag, or gives up (see kMaxPolls).
-__device__ __forceinline__ void wait_tagged(TaggedBoundary& tb, const WarpTask& t, int y0) {
-  for (int polls = 0; !tagged_ready(tb, t, y0); ++polls) {
+__device__ __forceinline__ void wait_tagged(TaggedBoundary& tb, WarpTask& t, int y0) {
+  for (int polls = 0; !t.gave_up && !tagged_ready(tb, t, y0); ++polls) {
     if (polls == kMaxPolls) {
       atomicExch(t.stalled, 1);
+      t.gave_up = true;
       return;
     }
     load_tagged(tb, t, y0);
