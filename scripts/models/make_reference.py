@@ -11,7 +11,10 @@
 3. tests/models/data/tiny_reference.pt: inputs and float64 outputs of an independent
    functional re-implementation below (encoder, decoder, logp) for those weights.
 
-Usage: .venv/bin/python scripts/models/make_reference.py [out_dir]
+4. tests/models/data/variant_state_dict_keys.txt: the same for VARIANT (no prenet, no
+   relative attention, proj_s, speakers).
+
+Usage: .venv/bin/python scripts/models/make_reference.py [out_dir] [--keys-only]
 """
 import collections
 import math
@@ -25,6 +28,12 @@ LJSPEECH = dict(n_vocab=148, out_channels=80, hidden=192, filter=768, filter_dp=
                 heads=2, enc_layers=6, window=4, prenet=True, mean_only=True, blocks=12,
                 hidden_dec=192, kernel_dec=5, dilation=1, block_layers=4, n_sqz=2, n_split=4,
                 n_speakers=0, gin=0)
+# Every optional part flipped relative to ljspeech: no prenet, no relative attention,
+# proj_s, speaker embedding and conditioning, other widths.
+VARIANT = dict(n_vocab=149, out_channels=80, hidden=128, filter=512, filter_dp=192, kernel=5,
+               heads=4, enc_layers=3, window=0, prenet=False, mean_only=False, blocks=4,
+               hidden_dec=96, kernel_dec=3, dilation=2, block_layers=3, n_sqz=4, n_split=8,
+               n_speakers=10, gin=16)
 TINY = dict(n_vocab=11, out_channels=4, hidden=8, filter=16, filter_dp=8, kernel=3, heads=2,
             enc_layers=2, window=2, prenet=True, mean_only=False, blocks=2, hidden_dec=8,
             kernel_dec=3, dilation=2, block_layers=2, n_sqz=2, n_split=4, n_speakers=3, gin=4)
@@ -222,18 +231,31 @@ def log_likelihood_matrix(x_m, x_logs, z):
     return ll.sum(1)
 
 
+def write_keys(path, cfg, title):
+    keys = official_keys(cfg)
+    total = sum(math.prod(s) for _, s in keys)
+    with open(path, "w") as f:
+        f.write(f"# official Glow-TTS state_dict, {title}: {len(keys)} tensors, {total} parameters\n")
+        for k, s in keys:
+            f.write(f"{k} {'x'.join(map(str, s))}\n")
+    return keys, total
+
+
 def main():
+    keys_only = "--keys-only" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--keys-only"]
+    sys.argv = [sys.argv[0]] + args
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..", "tests", "models", "data")
     os.makedirs(out_dir, exist_ok=True)
 
-    keys = official_keys(LJSPEECH)
-    total = sum(math.prod(s) for _, s in keys)
+    keys, total = write_keys(os.path.join(out_dir, "ljspeech_state_dict_keys.txt"), LJSPEECH,
+                             "ljspeech config, 148 symbols, 80 mels")
     assert total == 28623889, total
-    with open(os.path.join(out_dir, "ljspeech_state_dict_keys.txt"), "w") as f:
-        f.write(f"# official Glow-TTS state_dict, ljspeech config, 148 symbols, 80 mels: {len(keys)} tensors, {total} parameters\n")
-        for k, s in keys:
-            f.write(f"{k} {'x'.join(map(str, s))}\n")
     print(f"ljspeech: {len(keys)} keys, {total} parameters")
+    keys, total = write_keys(os.path.join(out_dir, "variant_state_dict_keys.txt"), VARIANT, str(VARIANT))
+    print(f"variant: {len(keys)} keys, {total} parameters")
+    if keys_only:
+        return
 
     c = TINY
     gen = torch.Generator().manual_seed(1234)

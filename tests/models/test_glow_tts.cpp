@@ -69,9 +69,11 @@ TEST(GlowTTS, LjspeechModelHasOfficialParameterCount) {
   EXPECT_EQ(model->parameter_count(), 28623889);
 }
 
-TEST(GlowTTS, StateDictKeysAndShapesEqualOfficialList) {
-  std::ifstream in(data_path("ljspeech_state_dict_keys.txt"));
-  ASSERT_TRUE(in) << data_path("ljspeech_state_dict_keys.txt");
+// Our parameters, in order, with their shapes, against a key list written by
+// scripts/models/make_reference.py from the official module structure.
+void expect_official_keys(GlowTTS& model, const std::string& list_file, size_t expected_count) {
+  std::ifstream in(data_path(list_file));
+  ASSERT_TRUE(in) << data_path(list_file);
   std::vector<std::pair<std::string, std::string>> official;
   std::string line;
   while (std::getline(in, line)) {
@@ -79,8 +81,7 @@ TEST(GlowTTS, StateDictKeysAndShapesEqualOfficialList) {
     auto sp = line.find(' ');
     official.emplace_back(line.substr(0, sp), line.substr(sp + 1));
   }
-  ASSERT_EQ(official.size(), 519u);
-  GlowTTS model(GlowTTSOptions(148, 80));
+  ASSERT_EQ(official.size(), expected_count);
   auto ours = state_dict(*model);
   ASSERT_EQ(ours.size(), official.size());
   for (size_t i = 0; i < ours.size(); ++i) {
@@ -89,6 +90,47 @@ TEST(GlowTTS, StateDictKeysAndShapesEqualOfficialList) {
     EXPECT_EQ(ours[i].first, official[i].first) << "position " << i;  // same order as torch's state_dict()
     EXPECT_EQ(shape, official[i].second) << ours[i].first;
   }
+}
+
+TEST(GlowTTS, StateDictKeysAndShapesEqualOfficialList) {
+  GlowTTS model(GlowTTSOptions(148, 80));
+  expect_official_keys(model, "ljspeech_state_dict_keys.txt", 519);
+}
+
+TEST(GlowTTS, VariantWithoutPrenetOrRelativeAttentionHasOfficialKeys) {
+  GlowTTS model(GlowTTSOptions(149, 80)
+                    .hidden_channels(128)
+                    .hidden_channels_enc(0)  // the original's None: hidden_channels
+                    .hidden_channels_dec(96)
+                    .filter_channels(512)
+                    .filter_channels_dp(192)
+                    .kernel_size(5)
+                    .n_heads(4)
+                    .n_layers_enc(3)
+                    .window_size(0)
+                    .prenet(false)
+                    .mean_only(false)
+                    .n_blocks_dec(4)
+                    .kernel_size_dec(3)
+                    .dilation_rate(2)
+                    .n_block_layers(3)
+                    .n_sqz(4)
+                    .n_split(8)
+                    .n_speakers(10)
+                    .gin_channels(16));
+  expect_official_keys(model, "variant_state_dict_keys.txt", 180);
+  EXPECT_EQ(model->parameter_count(), 3618433);
+  // and it runs: 4 speakers' utterances, n_sqz 4
+  model->eval();
+  auto text = torch::randint(1, 149, {2, 7}, torch::kLong);
+  auto mel = torch::randn({2, 80, 41});
+  auto out = model->forward(text, torch::tensor({7, 5}), mel, torch::tensor({41, 30}), torch::tensor({9, 0}),
+                            cpu_mas());
+  EXPECT_TRUE(torch::equal(out.y_lengths, torch::tensor({40, 28}, torch::kLong)));
+  EXPECT_EQ(out.z.sizes(), (std::vector<int64_t>{2, 80, 40}));
+  torch::NoGradGuard no_grad;
+  auto syn = model->infer(text, torch::tensor({7, 5}), torch::tensor({9, 0}), 0.5, 1.0);
+  EXPECT_EQ(syn.y.size(2) % 4, 0);
 }
 
 TEST(GlowTTS, BadOptionsThrowUserError) {
