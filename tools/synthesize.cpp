@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     const auto r = monoflow::train::synthesize(o);
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
     if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_heatmap(r.mel).bytes);
-    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_heatmap(r.alignment).bytes);
+    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_heatmap(r.alignment, 240).bytes);
     std::fprintf(stderr, "wrote %s: %.2f s of audio (%lld mel frames, checkpoint step %lld)\n", out.c_str(),
                  static_cast<double>(r.audio.numel()) / r.sample_rate, static_cast<long long>(r.mel.size(1)),
                  static_cast<long long>(r.step));

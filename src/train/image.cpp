@@ -64,8 +64,12 @@ std::string encode_png(const uint8_t* rgb, int width, int height, int channels) 
   return out;
 }
 
-Png render_heatmap(const torch::Tensor& values) {
-  const torch::Tensor v = as_cpu_float(values);
+Png render_heatmap(const torch::Tensor& values, int min_height) {
+  torch::Tensor v = as_cpu_float(values);
+  if (v.size(0) > 0 && v.size(0) < min_height) {
+    const int64_t repeat = (min_height + v.size(0) - 1) / v.size(0);
+    v = v.repeat_interleave(repeat, 0).contiguous();
+  }
   const int h = static_cast<int>(v.size(0)), w = static_cast<int>(v.size(1));
   std::vector<uint8_t> rgb(static_cast<size_t>(h) * w * 3);
   paint(v, v.min().item<float>(), v.max().item<float>(), 0, w, rgb);

@@ -16,7 +16,9 @@ struct Png {
 };
 
 // Min-max normalised over the tensor (a constant tensor maps to the palette's low end).
-Png render_heatmap(const torch::Tensor& values /*[H, W]*/);
+// Rows are repeated a whole number of times until the picture is at least min_height tall
+// (alignments have few rows: one per token).
+Png render_heatmap(const torch::Tensor& values /*[H, W]*/, int min_height = 0);
 // Two heatmaps one above the other (e.g. target mel over generated mel), normalised jointly,
 // separated by a white line; widths may differ (the narrower is padded with the low end).
 Png render_stacked(const torch::Tensor& top, const torch::Tensor& bottom);

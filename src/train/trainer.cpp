@@ -37,6 +37,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kAlignHeight = 240;  // alignment pictures: rows (tokens) repeated to this height
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -290,8 +291,8 @@ void Trainer::validate_now() {
   }
   const std::string tag = step_tag(step_);
   if (v.align_forward.defined()) {
-    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_heatmap(v.align_forward), step_);
-    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_heatmap(v.align_infer), step_);
+    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_heatmap(v.align_forward, kAlignHeight), step_);
+    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_heatmap(v.align_infer, kAlignHeight), step_);
     log_image(out_, "val/mel_target_vs_generated", "val_mel_" + tag + ".png",
               render_stacked(v.target_mel, v.generated_mel), step_);
   }
@@ -413,7 +414,7 @@ RunSummary Trainer::run() {
     if (image_due) {
       const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
       log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
-                render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s)), step_);
+                render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignHeight), step_);
     }
     if (val_due) validate_now();
     if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) save("every " +

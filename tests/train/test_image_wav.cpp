@@ -31,6 +31,14 @@ TEST(Image, HeatmapIsAPngOfTheTensorsSize) {
   EXPECT_EQ(png.height, 7);
 }
 
+TEST(Image, ShortHeatmapsRepeatRowsToTheMinimumHeight) {
+  const torch::Tensor path = torch::eye(3);
+  const Png png = render_heatmap(path, 10);  // 3 rows repeated 4 times: 12 >= 10
+  EXPECT_EQ(png.height, 12);
+  EXPECT_EQ(png.width, 3);
+  EXPECT_EQ(render_heatmap(torch::rand({20, 4}), 10).height, 20);
+}
+
 TEST(Image, StackedHasBothHeightsPlusASeparator) {
   const Png png = render_stacked(torch::rand({80, 50}), torch::rand({80, 40}));
   EXPECT_EQ(png.height, 161);
