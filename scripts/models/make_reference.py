@@ -8,6 +8,7 @@
 2. tests/models/data/tiny_official_checkpoint.pt: a checkpoint dict in the official format
    ({"model": OrderedDict state_dict with _metadata, "iteration", "optimizer", "learning_rate"})
    for a tiny multi-speaker configuration, with random weights.
+   tiny_official_checkpoint_legacy.pt: the same in the legacy (pre torch 1.6) format.
 3. tests/models/data/tiny_reference.pt: inputs and float64 outputs of an independent
    functional re-implementation below (encoder, decoder, logp) for those weights.
 
@@ -276,6 +277,8 @@ def main():
     ckpt = {"model": sd, "iteration": 7, "learning_rate": 1.0,
             "optimizer": {"state": {}, "param_groups": [{"lr": 1e-3, "betas": (0.9, 0.98), "eps": 1e-9, "params": list(range(len(sd)))}]}}
     torch.save(ckpt, os.path.join(out_dir, "tiny_official_checkpoint.pt"))
+    # the same in torch's legacy (pre-1.6) format, which older official checkpoints use
+    torch.save(ckpt, os.path.join(out_dir, "tiny_official_checkpoint_legacy.pt"), _use_new_zipfile_serialization=False)
 
     w = {k: v.double() for k, v in sd.items()}
     tokens = torch.tensor([[1, 4, 2, 7, 3, 9], [5, 10, 2, 6, 0, 0]])

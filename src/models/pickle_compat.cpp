@@ -1,11 +1,15 @@
 #include "models/pickle_compat.h"
 
+#include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -38,7 +42,13 @@ class VectorReadAdapter : public caffe2::serialize::ReadAdapterInterface {
 
 }  // namespace
 
-std::string patch_ordered_dicts(std::string p, const std::string& source) {
+namespace {
+
+// The walker behind patch_ordered_dicts. Reads one pickle program from p[start...]; sets
+// *end to the offset after its STOP; records, in storage_types, the storage class named
+// next to each storage key (persistent ids ('storage', torch.<T>Storage, key, ...)).
+std::string patch_pickle(const std::string& p, size_t start, size_t* end,
+                         std::map<std::string, std::string>* storage_types, const std::string& source) {
   auto fail = [&](const std::string& what) {
     throw UserError(source + ": unsupported pickle content (" + what +
                     "); in Python, re-save it with torch.save(dict(state_dict), path)");
@@ -47,12 +57,14 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
   // stack: each stack entry remembers where in `out` the bytes that produced it begin, so a
   // finished "OrderedDict()" call can be replaced by an EMPTY_DICT and the argument of a BUILD
   // can be turned into a dict entry.
-  enum Kind { kOther, kOdClass, kOdDict };
+  enum Kind { kOther, kOdClass, kOdDict, kStorageClass };
   struct Entry {
     size_t pos;
     Kind kind;
-    std::string puts;  // BINPUTs applied to an OrderedDict class entry
+    std::string puts;  // BINPUTs applied to an OrderedDict class entry; storage class name
   };
+  std::map<uint32_t, std::string> storage_memo;  // memo slots holding a torch.<T>Storage class
+  std::string pending_storage;                   // class just pushed: the next string is its key
   struct Mark {
     size_t stack_size, pos;
   };
@@ -72,10 +84,11 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
     stack.resize(m.stack_size);
     return m.pos;
   };
-  size_t i = 0;
+  size_t i = start;
   while (i < p.size()) {
     const unsigned char op = static_cast<unsigned char>(p[i]);
     const size_t here = out.size();
+    if (op != 'q' && op != 'r' && op != 'X' && op != 'c' && op != 'h' && op != 'j') pending_storage.clear();
     size_t len = 1;  // bytes of this opcode including its argument
     auto arg1 = [&]() { return static_cast<size_t>(static_cast<unsigned char>(p.at(i + 1))); };
     switch (op) {
@@ -87,7 +100,15 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
         const bool od = p.compare(i + 1, a - i - 1, "collections") == 0 &&
                         p.compare(a + 1, b - a - 1, "OrderedDict") == 0;
         len = b + 1 - i;
-        stack.push_back({here, od ? kOdClass : kOther, {}});
+        const bool storage = p.compare(i + 1, a - i - 1, "torch") == 0 && b - a - 1 > 7 &&
+                             p.compare(b - 7, 7, "Storage") == 0;
+        if (storage) {
+          pending_storage = p.substr(a + 1, b - a - 1);
+          stack.push_back({here, kStorageClass, pending_storage});
+        } else {
+          pending_storage.clear();
+          stack.push_back({here, od ? kOdClass : kOther, {}});
+        }
         break;
       }
       case 'q': case 'r': {                                  // BINPUT, LONG_BINPUT
@@ -100,17 +121,30 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
         } else {
           od_memo.erase(id);
         }
+        if (stack.back().kind == kStorageClass) storage_memo[id] = stack.back().puts;
+        else storage_memo.erase(id);
         break;
       }
       case 'h': case 'j': {                                  // BINGET, LONG_BINGET
         len = op == 'h' ? 2 : 5;
         const uint32_t id = op == 'h' ? static_cast<uint32_t>(arg1()) : read_le(p, i + 1, 4);
-        stack.push_back({here, od_memo.count(id) ? kOdClass : kOther, {}});
+        auto sm = storage_memo.find(id);
+        if (sm != storage_memo.end()) {
+          pending_storage = sm->second;
+          stack.push_back({here, kStorageClass, sm->second});
+        } else {
+          pending_storage.clear();
+          stack.push_back({here, od_memo.count(id) ? kOdClass : kOther, {}});
+        }
         break;
       }
       case '(': marks.push_back({stack.size(), here}); break;  // MARK
       case 'X': case 'B': case 'T':                           // BINUNICODE, BINBYTES, BINSTRING
         len = 5 + read_le(p, i + 1, 4);
+        if (op == 'X' && !pending_storage.empty() && storage_types && i + len <= p.size()) {
+          (*storage_types)[p.substr(i + 5, len - 5)] = pending_storage;
+        }
+        pending_storage.clear();
         stack.push_back({here, kOther, {}});
         break;
       case 'C': case 'U': case 0x8a:                          // SHORT_BINBYTES, SHORT_BINSTRING, LONG1
@@ -177,6 +211,7 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
       case '.':                                              // STOP
         out += '.';
         if (stack.size() != 1) fail("malformed stack at STOP");
+        if (end) *end = i + 1;
         return out;
       default: {
         char buf[8];
@@ -190,6 +225,12 @@ std::string patch_ordered_dicts(std::string p, const std::string& source) {
   }
   fail("no STOP opcode");
   return out;
+}
+
+}  // namespace
+
+std::string patch_ordered_dicts(std::string p, const std::string& source) {
+  return patch_pickle(p, 0, nullptr, nullptr, source);
 }
 
 namespace {
@@ -345,30 +386,86 @@ std::vector<char> write_torch_save(const c10::IValue& value) {
   return bytes;
 }
 
-c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source) {
-  if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K') {
-    throw UserError(source + ": not a zip-format torch.save file (files written by torch < 1.6 "
-                             "or with _use_new_zipfile_serialization=False: load and re-save "
-                             "them with a current torch)");
+namespace {
+
+int64_t storage_element_size(const std::string& type, const std::string& source) {
+  static const std::map<std::string, int64_t> sizes = {
+      {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2}, {"BFloat16Storage", 2},
+      {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2}, {"CharStorage", 1},
+      {"ByteStorage", 1},  {"BoolStorage", 1},   {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}};
+  auto it = sizes.find(type);
+  if (it == sizes.end()) throw UserError(source + ": unsupported storage type torch." + type);
+  return it->second;
+}
+
+c10::IValue unpickle(const std::string& pkl, std::function<at::DataPtr(const std::string&)> read_record,
+                     std::optional<uint64_t> version) {
+  size_t pos = 0;
+  auto read = [&](char* buf, size_t n) {
+    n = std::min(n, pkl.size() - pos);
+    std::memcpy(buf, pkl.data() + pos, n);
+    pos += n;
+    return n;
+  };
+  torch::jit::Unpickler unpickler(read, nullptr, nullptr, std::move(read_record), c10::Device(c10::kCPU));
+  if (version) unpickler.set_version(*version);
+  return unpickler.parse_ivalue();
+}
+
+// torch.save's format before torch 1.6 (and with _use_new_zipfile_serialization=False): the
+// pickles magic number, protocol version, sys_info and the object, then the pickled sorted
+// list of storage keys, then per key an int64 element count and the raw little-endian data.
+c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::string& source) {
+  const std::string all(bytes.begin(), bytes.end());
+  size_t pos = 0, end = 0;
+  for (int i = 0; i < 3; ++i) {  // magic number, protocol version, sys_info
+    patch_pickle(all, pos, &end, nullptr, source);
+    pos = end;
   }
+  std::map<std::string, std::string> storage_types;
+  const std::string main = patch_pickle(all, pos, &end, &storage_types, source);
+  pos = end;
+  const std::string keys_pkl = patch_pickle(all, pos, &end, nullptr, source);
+  pos = end;
+  auto keys = unpickle(keys_pkl, nullptr, std::nullopt);
+  if (!keys.isList()) throw UserError(source + ": legacy torch.save file without a storage key list");
+  std::map<std::string, std::pair<size_t, size_t>> records;  // key -> (offset, bytes) in `all`
+  for (const auto& k : keys.toListRef()) {
+    const std::string key = k.toStringRef();
+    auto type = storage_types.find(key);
+    if (type == storage_types.end()) throw UserError(source + ": storage " + key + " has no type");
+    if (pos + 8 > all.size()) throw UserError(source + ": truncated storage data");
+    int64_t numel = 0;
+    std::memcpy(&numel, all.data() + pos, 8);
+    pos += 8;
+    const int64_t nbytes = numel * storage_element_size(type->second, source);
+    if (numel < 0 || pos + static_cast<size_t>(nbytes) > all.size()) throw UserError(source + ": truncated storage data");
+    records.emplace(key, std::make_pair(pos, static_cast<size_t>(nbytes)));
+    pos += nbytes;
+  }
+  return unpickle(main, [&](const std::string& key) -> at::DataPtr {
+    auto it = records.find(key);
+    TORCH_CHECK(it != records.end(), "storage ", key, " missing");
+    auto ptr = c10::GetCPUAllocator()->allocate(it->second.second);  // a copy per reference, as for zip records
+    std::memcpy(ptr.get(), all.data() + it->second.first, it->second.second);
+    return ptr;
+  }, std::nullopt);
+}
+
+}  // namespace
+
+c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source) {
+  const bool zip = bytes.size() >= 4 && bytes[0] == 'P' && bytes[1] == 'K';
+  const bool legacy = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] == 0x02;
+  if (!zip && !legacy) throw UserError(source + ": not a torch.save file (neither zip nor legacy pickle format)");
   try {
+    if (legacy) return read_legacy_torch_save(bytes, source);
     caffe2::serialize::PyTorchStreamReader reader(std::make_shared<VectorReadAdapter>(bytes));
     auto record = reader.getRecord("data.pkl");
     std::string pkl(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
     pkl = patch_ordered_dicts(std::move(pkl), source);
-    size_t pos = 0;
-    auto read = [&](char* buf, size_t n) {
-      n = std::min(n, pkl.size() - pos);
-      std::memcpy(buf, pkl.data() + pos, n);
-      pos += n;
-      return n;
-    };
-    auto read_record = [&](const std::string& name) {
-      return std::get<0>(reader.getRecord("data/" + name));
-    };
-    torch::jit::Unpickler unpickler(read, nullptr, nullptr, read_record, c10::Device(c10::kCPU));
-    unpickler.set_version(reader.version());
-    return unpickler.parse_ivalue();
+    return unpickle(pkl, [&](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); },
+                    reader.version());
   } catch (const UserError&) {
     throw;
   } catch (const c10::Error& e) {

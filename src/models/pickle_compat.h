@@ -19,8 +19,9 @@ namespace monoflow::models {
 // Throws monoflow::UserError naming `source` if the program uses an opcode it does not know.
 std::string patch_ordered_dicts(std::string pickle, const std::string& source);
 
-// Loads the object saved by Python's torch.save (zip format) from `bytes`; tensors are on
-// the CPU. `source` names the file in error messages.
+// Loads the object saved by Python's torch.save from `bytes`: the zip format (torch >= 1.6)
+// or the legacy format (older torch, or _use_new_zipfile_serialization=False); tensors are
+// on the CPU. `source` names the file in error messages.
 c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source);
 
 // Serialises `value` the way Python's torch.save does (zip archive, pickle protocol 2, one

@@ -40,6 +40,20 @@ TEST(Weights, ReadsOfficialCheckpointDictWithOrderedDictStateDict) {
   EXPECT_FALSE(model->ddi_pending());
 }
 
+// The same checkpoint written in torch's legacy (pre-1.6) format, as older official
+// checkpoints are: same keys, same values.
+TEST(Weights, ReadsLegacyFormatCheckpoint) {
+  auto zip = read_state_dict(data_path("tiny_official_checkpoint.pt"));
+  auto legacy = read_state_dict(data_path("tiny_official_checkpoint_legacy.pt"));
+  ASSERT_EQ(zip.size(), legacy.size());
+  for (size_t i = 0; i < zip.size(); ++i) {
+    EXPECT_EQ(zip[i].first, legacy[i].first);
+    EXPECT_TRUE(torch::equal(zip[i].second, legacy[i].second)) << zip[i].first;
+  }
+  GlowTTS model(testing::tiny_reference_options());
+  import_official_weights(*model, data_path("tiny_official_checkpoint_legacy.pt"));
+}
+
 TEST(Weights, InfersOptionsFromShapes) {
   auto sd = read_state_dict(data_path("tiny_official_checkpoint.pt"));
   auto o = infer_options(sd, GlowTTSOptions(1, 1).dilation_rate(2), "tiny");
