@@ -23,7 +23,7 @@ struct MasOptions {
   torch::Dtype path_dtype = torch::kFloat32;
   bool want_durations = true;  // [B,T] int32 frames per token (0 on padded tokens)
   int fast_rows_per_lane = 0;  // cuda-fast tuning: text rows per GPU lane, 4 or 8; 0 = by shape
-  int fast_variant = 0;        // cuda-fast forward kernel version (kernels/mas_fast_forward.cu); 0 = best
+  int fast_variant = 0;        // cuda-fast forward kernel version 1-3 (kernels/mas_fast_forward.cu); 0 = fastest measured
 };
 
 struct MasResult {

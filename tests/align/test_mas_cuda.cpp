@@ -37,8 +37,8 @@ struct Variant {
   int fast_variant = 0;
 };
 
-// The backends and cuda-fast variants to check at this mel width (v1 and v2 are kept only
-// for 16-byte aligned rows, where they were measured).
+// The backends and cuda-fast variants to check at this mel width (v1 is kept only for
+// 16-byte aligned rows, where it was measured).
 std::vector<Variant> gpu_variants(int64_t max_mel) {
   std::vector<Variant> all = {{"cuda", Backend::kCuda, 0},
           {"cuda-fast/K4", Backend::kCudaFast, 4},
@@ -47,7 +47,7 @@ std::vector<Variant> gpu_variants(int64_t max_mel) {
           {"cuda-fast/v2", Backend::kCudaFast, 4, 2}};
   std::vector<Variant> usable;
   for (const Variant& v : all) {
-    if (max_mel % 4 == 0 || (v.fast_variant != 1 && v.fast_variant != 2)) usable.push_back(v);
+    if (max_mel % 4 == 0 || v.fast_variant != 1) usable.push_back(v);
   }
   return usable;
 }
@@ -225,6 +225,20 @@ std::string error_of(const Variant& v, const torch::Tensor& logp, const torch::T
     return e.what();
   }
   return "";
+}
+
+TEST_F(MasCuda, RejectsUnknownTuningOptions) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(29);
+  auto in = random_batch(2, 10, 40, false, gen);
+  MasOptions o;
+  o.backend = Backend::kCudaFast;
+  o.fast_rows_per_lane = 5;
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
+  o.fast_rows_per_lane = 8;
+  o.fast_variant = 1;  // v1 exists for K=4 only
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
+  o.fast_variant = 9;
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
 }
 
 TEST_F(MasCuda, ReportsBadLengthsAndNonFiniteValues) {

@@ -16,12 +16,14 @@
 // Versions, side by side (bench_mas on an H100, 2026-11-22, docs/benchmarks.md "MAS"; times
 // with the dense float32 path, B=32 T=2048 S=8192 / training batch B=32 T<=175 S<=1000):
 //   v1 forward_v1: the 32-column chunk fully unrolled (compile-time register indices for the
-//      boundary values and bit positions). 2.32 / 0.145 ms (K=4). Kept: K=4, VEC=4 only.
+//      boundary values and bit positions). 2.32 / 0.145 ms (K=4). K=4, VEC=4 only; the default
+//      there, as the fastest measured.
 //   v2 forward_v2<.., TAGGED=false>: the chunk as a rolled loop over 8 groups of 4 columns;
 //      lane 31's boundary values through shared memory; hand-over by st.release/ld.acquire
 //      on a progress counter per 32 columns. 2.31 / 0.160 ms (K=4), 2.50 / 0.205 ms (K=8):
 //      small code did not help, so the instruction cache is not what limits a column step
-//      (~150 ns with many warps per utterance, about half with one). The default.
+//      (~150 ns with many warps per utterance, about half with one). The default where v1
+//      does not apply (K=8, or rows not 16-byte aligned).
 //   v3 forward_v2<.., TAGGED=true>: v2 with a fence-free hand-over: each published value
 //      carries its column in the upper half of a 64-bit entry (one single-copy-atomic
 //      access), so the writer needs no GPU-scope MEMBAR per chunk (which also waits for its
@@ -491,7 +493,9 @@ cudaError_t launch_fast_mas_forward(const float* logp, int max_text, int max_mel
   const int smem_v2 = kStages * tile_bytes + 2 * 32 * static_cast<int>(sizeof(float));
 #define MONOFLOW_LAUNCH(kernel, smem) \
   return launch(kernel, smem, logp, max_text, max_mel, text_lengths, mel_lengths, neg_inf, layout, workspace, stream)
-  if (variant == 1) {
+  // Default (0): the fastest measured version that applies: v1 for K=4 with 16-byte rows
+  // (0.145 vs 0.160 ms at the training batch, equal at T=2048), else v2.
+  if (variant == 1 || (variant == 0 && K == 4 && vec4)) {
     if (K != 4 || !vec4) return cudaErrorInvalidValue;  // v1 is kept in its measured configuration
     MONOFLOW_LAUNCH((forward_v1<4, 4>), kStages * tile_bytes);
   }
