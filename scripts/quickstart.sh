@@ -50,7 +50,9 @@ ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt | tail -1)
 echo
 echo "quickstart: done"
 echo "  checkpoint:        $ckpt"
-echo "  alignment images:  $(ls "$RUN"/images/val_align_*.png 2>/dev/null | tail -1) (validation, MAS) and $RUN/quickstart_align.png"
+val_align=$(ls "$RUN"/images/val_align_0*.png 2>/dev/null | tail -1)
+echo "  alignment images:  ${val_align:-(none)} (validation utterance, MAS path), $RUN/quickstart_align.png (synthesis)"
+echo "                     all of them: $RUN/images/"
 echo "  synthesized audio: $RUN/quickstart.wav  (Griffin-Lim; text: \"$SENTENCE\")"
 echo "  TensorBoard:       $ROOT/.venv/bin/tensorboard --logdir $RUN/tensorboard"
 echo "  metrics:           $RUN/metrics.jsonl"

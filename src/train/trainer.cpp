@@ -110,6 +110,7 @@ class Trainer {
   bool ddi_pending_ = false;
   std::string last_checkpoint_;
   int64_t last_checkpoint_step_ = -1;
+  int64_t last_validation_step_ = -1;
 
   // Logging accumulators since the last log line.
   Clock::time_point last_log_time_;
@@ -271,6 +272,7 @@ void Trainer::log_step(const StepResult& r, const data::Batch& batch, double) {
 
 void Trainer::validate_now() {
   if (!val_loader_) return;
+  last_validation_step_ = step_;
   ValidationOptions vo;
   vo.step = step_options_;
   vo.step.check_finite = false;
@@ -419,6 +421,10 @@ RunSummary Trainer::run() {
     if (val_due) validate_now();
     if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) save("every " +
         std::to_string(c_.train.checkpoint_interval) + " steps");
+  }
+  // A run that ends normally also leaves the validation pictures and audio of its last step.
+  if (!summary.interrupted && step_ > 0 && c_.train.val_interval > 0 && last_validation_step_ != step_) {
+    validate_now();
   }
   if (step_ > 0) save(summary.stop_reason);
   if (!o_.quiet) progress_.finish();

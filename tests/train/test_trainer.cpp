@@ -166,6 +166,15 @@ TEST(Trainer, WritesCheckpointsImagesSamplesAndTensorBoard) {
   EXPECT_EQ(tb["audio"]["val/audio_griffin_lim"][0]["sample_rate"].as<double>(), 22050.0);
 }
 
+TEST(Trainer, ANormalEndValidatesTheLastStep) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  run(testing::tiny_config(corpus(), run_dir, 4));  // validation every 3 steps, and at the end (4)
+  EXPECT_TRUE(fs::exists(run_dir + "/samples/val_000000003.wav"));
+  EXPECT_TRUE(fs::exists(run_dir + "/samples/val_000000004.wav"));
+  EXPECT_TRUE(fs::exists(run_dir + "/images/val_align_000000004.png"));
+}
+
 TEST(Trainer, SigtermSavesACheckpointAndStops) {
   TempDir dir;
   const std::string run_dir = dir / "run";
@@ -185,6 +194,7 @@ TEST(Trainer, SigtermSavesACheckpointAndStops) {
   EXPECT_EQ(s.stop_reason, "signal");
   EXPECT_GE(s.step, 2);
   EXPECT_LT(s.step, 1000);
+  EXPECT_TRUE(fs::is_empty(run_dir + "/samples")) << "an interrupted run must not stop to validate";
   ASSERT_FALSE(s.checkpoint.empty());
   EXPECT_EQ(read_checkpoint_state(s.checkpoint).step, s.step);
   clear_stop_request();
