@@ -1,5 +1,8 @@
 #include "train/train_step.h"
 
+#include <limits>
+
+#include "common/error.h"
 #include "train/precision.h"
 
 namespace monoflow::train {
@@ -26,6 +29,14 @@ Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOp
   return l;
 }
 
+bool all_finite(models::GlowTTS& model, const data::Batch& b) {
+  if (!torch::isfinite(b.mel).all().item<bool>()) return false;
+  for (const auto& p : model->parameters()) {
+    if (!torch::isfinite(p).all().item<bool>()) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 data::Batch to_device(const data::Batch& batch, const torch::Device& device) {
@@ -44,8 +55,22 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
   for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
   optimizer.zero_grad(/*set_to_none=*/true);
 
-  Losses l = forward_losses(model, batch, options);
   StepResult r;
+  Losses l;
+  try {
+    l = forward_losses(model, batch, options);
+  } catch (const UserError& e) {
+    // Non-finite weights or features, or activations that overflowed, make MAS refuse its
+    // input (non-finite logp) before any loss exists: that is a non-finite step, not a user
+    // error. align::maximum_path has no distinct error type for it, so its message is
+    // recognised ("non-finite"); any other error is rethrown.
+    const bool numeric = std::string(e.what()).find("non-finite") != std::string::npos;
+    if (!options.check_finite || (!numeric && all_finite(model, batch))) throw;
+    r.finite = false;
+    r.loss_mle = torch::full({}, std::numeric_limits<double>::quiet_NaN());
+    r.loss_dur = r.loss_mle;
+    return r;
+  }
   r.loss_mle = l.mle.detach();
   r.loss_dur = l.dur.detach();
   const torch::Tensor loss = l.mle + l.dur;

@@ -368,7 +368,16 @@ RunSummary Trainer::run() {
     if (!host) continue;  // end of an epoch
     const data::Batch batch = to_device(*host, device_);
     const auto step_start = Clock::now();
-    const StepResult r = train_step(model_, *optimizer_, batch, schedule_->lr(step_ + 1), step_options_);
+    StepResult r;
+    try {
+      r = train_step(model_, *optimizer_, batch, schedule_->lr(step_ + 1), step_options_);
+    } catch (const UserError& e) {
+      std::string ids;
+      for (size_t i = 0; i < batch.ids.size() && i < 8; ++i) ids += (i ? ", " : "") + batch.ids[i];
+      if (batch.ids.size() > 8) ids += ", ...";
+      throw UserError("step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(position.epoch + 1) +
+                      ", batch " + std::to_string(position.batch) + "; utterances " + ids + "): " + e.what());
+    }
     if (!r.finite) {
       ++skipped_;
       ++nonfinite_in_row_;

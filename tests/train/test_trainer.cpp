@@ -18,6 +18,8 @@
 #include "train/config_io.h"
 #include "train/options_map.h"
 #include "train/signals.h"
+#include "train/fused_adam.h"
+#include "train/train_step.h"
 #include "train/trainer.h"
 
 namespace monoflow::train {
@@ -220,6 +222,54 @@ TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
   EXPECT_EQ(s.step, 6);
   const auto m = training_metrics(dir / "compare");
   EXPECT_TRUE(std::isfinite(m.at(6).at("loss/mle")));
+}
+
+// A non-finite loss skips the update: weights and optimizer state stay as they were.
+TEST(TrainStep, NonFiniteLossSkipsTheUpdate) {
+  TempDir dir;
+  const Config c = testing::tiny_config(corpus(), dir / "run", 1);
+  const text::TextProcessor tp(text_options(c));
+  torch::manual_seed(3);
+  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
+  FusedAdam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+  data::Batch b;
+  b.text = torch::tensor({{5, 6, 7, 8}, {9, 10, 11, 0}}, torch::kInt64);
+  b.text_lengths = torch::tensor({4, 3}, torch::kInt64);
+  b.mel = torch::randn({2, 80, 24}) - 5;
+  b.mel_lengths = torch::tensor({24, 20}, torch::kInt64);
+  StepOptions o;
+  const StepResult good = train_step(model, opt, b, 1e-3, o);
+  ASSERT_TRUE(good.finite);
+  EXPECT_TRUE(good.grad_norm.defined());
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+  const auto exp_avg_before = static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second).exp_avg().clone();
+  const StepResult bad = train_step(model, opt, [&] {
+    data::Batch nan = b;
+    nan.mel = b.mel.clone();
+    nan.mel[0][0][0] = std::numeric_limits<float>::quiet_NaN();
+    return nan;
+  }(), 1e-3, o);
+  EXPECT_FALSE(bad.finite);
+  EXPECT_TRUE(std::isnan(bad.loss_mle.item<double>()));
+  const auto params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[i])) << i;
+  EXPECT_TRUE(torch::equal(static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second).exp_avg(),
+                           exp_avg_before));
+  EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second).step(), 1);
+}
+
+void expect_user_error(const std::function<void()>& f, const std::string& words);
+
+// A learning rate a million times too large blows the weights up after the first update; the
+// following steps are skipped and the run stops after max_nonfinite_steps of them in a row.
+TEST(Trainer, StopsAfterKNonFiniteStepsInARow) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  expect_user_error([&] {
+    run(testing::tiny_config(corpus(), run_dir, 50, {"train.learning_rate=1e6", "train.max_nonfinite_steps=3",
+                                                     "train.val_interval=0"}));
+  }, "non-finite for 3 steps in a row (train.max_nonfinite_steps)");
 }
 
 void expect_user_error(const std::function<void()>& f, const std::string& words) {
