@@ -12,13 +12,13 @@ void synchronize(const torch::Device& device) {
 
 std::pair<torch::Tensor, double> timed_durations(const torch::Tensor& logp, const torch::Tensor& text_lengths,
                                                  const torch::Tensor& mel_lengths, align::Backend backend,
-                                                 float neg_inf) {
+                                                 float neg_inf, bool keep_input) {
   torch::NoGradGuard no_grad;
   align::MasOptions o;
   o.backend = backend;
   o.neg_inf = neg_inf;
-  o.keep_input = true;  // every backend sees the same logp
-  o.want_path = false;
+  o.keep_input = keep_input;
+  o.want_path = true;  // as in the training step
   o.want_durations = true;
   synchronize(logp.device());
   const auto start = std::chrono::steady_clock::now();
@@ -39,7 +39,7 @@ std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const tor
   const torch::Tensor reference = reference_durations.to(torch::kCPU, torch::kInt64);
   const torch::Tensor lengths = text_lengths.to(torch::kCPU, torch::kInt64);
   for (const auto backend : backends) {
-    auto [durations, ms] = timed_durations(logp, text_lengths, mel_lengths, backend, neg_inf);
+    auto [durations, ms] = timed_durations(logp, text_lengths, mel_lengths, backend, neg_inf, /*keep_input=*/true);
     timings.push_back({backend, ms});
     const torch::Tensor got = durations.to(torch::kCPU, torch::kInt64);
     const torch::Tensor differs = got.ne(reference);

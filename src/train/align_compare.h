@@ -31,10 +31,12 @@ std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const tor
                                             const std::string& batch_label,
                                             const std::vector<std::string>& ids);
 
-// Runs one backend on a copy of logp, synchronised, and returns (durations, milliseconds).
+// Runs one backend, synchronised, producing what the training step's MAS produces (path and
+// durations), and returns (durations, milliseconds). keep_input: work on a copy of logp (a
+// backend may overwrite it in place); the copy is then part of the time.
 std::pair<torch::Tensor, double> timed_durations(const torch::Tensor& logp, const torch::Tensor& text_lengths,
                                                  const torch::Tensor& mel_lengths, align::Backend backend,
-                                                 float neg_inf);
+                                                 float neg_inf, bool keep_input);
 
 void synchronize(const torch::Device& device);  // no-op on the CPU
 

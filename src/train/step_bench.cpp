@@ -118,7 +118,8 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     row.nonfinite_steps += !torch::isfinite(r.loss_mle + r.loss_dur).item<bool>();
     const torch::Tensor logp =
         models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
-    mas_ms.push_back(timed_durations(logp, b.text_lengths, r.out.y_lengths, backend, so.mas.neg_inf).second);
+    mas_ms.push_back(
+        timed_durations(logp, b.text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
   row.backend = align::backend_name(backend);
   row.precision = precision;

@@ -410,7 +410,7 @@ RunSummary Trainer::run() {
                                    step_options_.mas.neg_inf, label, batch.ids);
       } else {
         timings.push_back({backend_, timed_durations(logp, batch.text_lengths, r.out.y_lengths, backend_,
-                                                     step_options_.mas.neg_inf)
+                                                     step_options_.mas.neg_inf, /*keep_input=*/false)
                                          .second});
       }
       for (const auto& t : timings) {
