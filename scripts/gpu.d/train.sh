@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Training-step benchmark hook for scripts/gpu.sh (runs on the GPU machine, ~2-4 minutes):
+# Training-step benchmark hook for scripts/gpu.sh (runs on the GPU machine, typically 2-3 minutes, at most ~4):
 #  1. bench_train_step (shared/DESIGN.md "Training step") for every available MAS backend in
 #     tf32 and bf16: CSV to $OUT/train_step.csv, table to stdout.
 #  2. When the default corpus was carried along (data/monoflow-corpus), a short training run of
 #     the ljspeech.yaml model on it with --compare-align (all backends on each step's logp):
 #     loss curve, per-backend MAS times and alignment images to $OUT/train_run/.
-# TRAIN_STEP_ARGS passes extra arguments to bench_train_step; TRAIN_RUN_MINUTES (default 1.5)
-# bounds part 2; TRAIN_RUN=0 skips it.
+# TRAIN_STEP_ARGS passes extra arguments to bench_train_step; TRAIN_RUN_MINUTES
+# (default 1) bounds part 2; TRAIN_RUN=0 skips it; TRAIN_BENCH_TIMEOUT (140 s) bounds part 1.
 set -uo pipefail
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "train.sh: $BIN not built, skipped"; exit 0; }
 echo "== training step benchmark (B=32, ljspeech.yaml model, median of 30 steps)"
-timeout "${BENCH_TIMEOUT:-200}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/train_step.csv" \
+timeout "${TRAIN_BENCH_TIMEOUT:-140}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/train_step.csv" \
   ${TRAIN_STEP_ARGS:-} > "$OUT/train_step.txt" 2> "$OUT/train_step.log"
 rc=$?
 grep -E "^(backend|cpu|cuda)" "$OUT/train_step.log" || tail -5 "$OUT/train_step.log"
@@ -22,8 +22,8 @@ if [ "${TRAIN_RUN:-1}" != "0" ] && [ -s "$CORPUS/metadata.csv" ] && [ -x "$BUILD
   echo "== short training run: ljspeech.yaml model on $CORPUS, cuda backend, --compare-align"
   RUN=$OUT/train_run
   rm -rf "$RUN"
-  timeout 230 "$BUILD/bin/train" --config configs/ljspeech.yaml --run-dir "$RUN" --align-backend cuda --compare-align \
-    --max-minutes "${TRAIN_RUN_MINUTES:-1.5}" --set data.dataset_dir=$CORPUS --set data.validation_size=8 \
+  timeout 110 "$BUILD/bin/train" --config configs/ljspeech.yaml --run-dir "$RUN" --align-backend cuda --compare-align \
+    --max-minutes "${TRAIN_RUN_MINUTES:-1}" --set data.dataset_dir=$CORPUS --set data.validation_size=8 \
     --set train.warmup_steps=400 --set train.log_interval=10 --set train.val_interval=100 \
     --set train.checkpoint_interval=100000 --set train.keep_checkpoints=1 --set data.cache_dir=$OUT/train_cache \
     > "$RUN.log" 2>&1
