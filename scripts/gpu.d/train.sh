@@ -30,7 +30,7 @@ if [ "${TRAIN_RUN:-1}" != "0" ] && [ -s "$CORPUS/metadata.csv" ] && [ -x "$BUILD
   trc=$?
   rm -rf "$OUT/train_cache" "$RUN"/checkpoints  # keep the transfer small
   tail -3 "$RUN.log"
-  python3 - "$RUN/metrics.jsonl" <<'PY' || true
+  [ -s "$RUN/metrics.jsonl" ] && python3 - "$RUN/metrics.jsonl" <<'PY' || true
 import json, sys, statistics as st
 rows = [json.loads(l) for l in open(sys.argv[1])]
 train = [r for r in rows if "loss/mle" in r]
