@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,6 +83,7 @@ class Trainer {
  private:
   void setup();
   void restore_or_initialise();
+  void drop_metrics_after(int64_t step);
   void log_step(const StepResult& r, const data::Batch& batch, double step_seconds);
   void validate_now();
   void save(const std::string& why);
@@ -205,9 +207,29 @@ void Trainer::restore_or_initialise() {
     ddi_pending_ = c_.train.ddi;
     model_->set_ddi(c_.train.ddi);
   }
+  if (resuming) drop_metrics_after(step_);
   write_file_atomically((dir_ / "config.yaml").string(), o_.config_yaml);
   if (c_.run.tensorboard) out_.tb = std::make_unique<EventWriter>((dir_ / "tensorboard").string());
   out_.metrics = std::make_unique<MetricsLog>((dir_ / "metrics.jsonl").string(), resuming);
+}
+
+// A run that went on past its last checkpoint (crash, kill -9) left metrics lines for steps
+// the resumed run will redo: keep only those up to the checkpoint's step.
+void Trainer::drop_metrics_after(int64_t step) {
+  const std::string path = (dir_ / "metrics.jsonl").string();
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    long long line_step = 0;
+    if (std::sscanf(line.c_str(), "{\"step\":%lld", &line_step) == 1 && line_step > step) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (dropped) write_file_atomically(path, kept);
 }
 
 void Trainer::save(const std::string& why) {
