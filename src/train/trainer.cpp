@@ -82,6 +82,7 @@ class Trainer {
 
  private:
   void setup();
+  std::string find_resume_checkpoint() const;
   void restore_or_initialise();
   void drop_metrics_after(int64_t step);
   void log_step(const StepResult& r, const data::Batch& batch, double step_seconds);
@@ -111,6 +112,7 @@ class Trainer {
   int64_t step_ = 0, skipped_ = 0, nonfinite_in_row_ = 0;
   bool ddi_pending_ = false;
   std::string last_checkpoint_;
+  std::string resume_path_;
   int64_t last_checkpoint_step_ = -1;
   int64_t last_validation_step_ = -1;
 
@@ -172,17 +174,26 @@ void Trainer::setup() {
   step_options_.check_finite = true;
 }
 
-void Trainer::restore_or_initialise() {
-  std::string path;
+// Which checkpoint --resume means, checked before the (possibly long) dataset scan.
+std::string Trainer::find_resume_checkpoint() const {
+  if (o_.resume.empty()) return "";
   if (o_.resume == "latest") {
-    path = newest_checkpoint(ckpt_dir_.string());
+    const fs::path dir = fs::path(c_.run.dir) / "checkpoints";
+    const std::string path = newest_checkpoint(dir.string());
     if (path.empty()) {
-      throw FileError(ckpt_dir_.string(), 0, "--resume: no checkpoint here to resume from; start without "
-                                             "--resume, or pass --resume PATH");
+      throw FileError(dir.string(), 0, "--resume: no checkpoint here to resume from; start without "
+                                       "--resume, or pass --resume PATH");
     }
-  } else if (!o_.resume.empty()) {
-    path = o_.resume;
+    return path;
   }
+  if (!fs::is_regular_file(o_.resume)) {
+    throw FileError(o_.resume, 0, "--resume: no such checkpoint file; check the path");
+  }
+  return o_.resume;
+}
+
+void Trainer::restore_or_initialise() {
+  const std::string& path = resume_path_;
   const bool resuming = !path.empty();
   if (resuming) {
     const CheckpointState s = load_checkpoint(path, *model_, optimizer_.get());
@@ -336,6 +347,7 @@ void Trainer::validate_now() {
 }
 
 RunSummary Trainer::run() {
+  resume_path_ = find_resume_checkpoint();
   setup();
   restore_or_initialise();
   say("training on " + device_.str() + " with MAS backend " + align::backend_name(backend_) +
