@@ -1,7 +1,7 @@
 // train: the Glow-TTS trainer's command line. Everything it does lives in src/train/.
 //   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH]]
 //         [--align-backend cpu|cuda|cuda-fast] [--compare-align] [--run-dir DIR]
-//         [--max-steps N] [--max-minutes M] [--print-config]
+//         [--max-steps N] [--max-minutes M] [--dry-run]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
   app.add_option("--run-dir", run_dir, "run directory (run.dir)");
   app.add_option("--max-steps", max_steps, "stop after this many optimizer steps in total (train.max_steps)");
   app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint");
-  app.add_flag("--print-config", print_config, "print the resolved config and exit");
+  app.add_flag("--dry-run,--print-config", print_config,
+               "load and validate the config (with --set overrides), print the resolved values, exit");
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -92,6 +92,9 @@ torch::Tensor GlowTTSImpl::speaker_vector(const torch::Tensor& speakers, int64_t
 
 torch::Tensor compute_logp(const torch::Tensor& x_m_in, const torch::Tensor& x_logs_in, const torch::Tensor& z_in) {
   torch::NoGradGuard no_grad;
+  // MAS needs float32 log-likelihoods: under bf16 autocast the matmuls below would otherwise
+  // run in bf16, and near-ties in logp would then flip paths between this and any recomputation.
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   const auto dtype = x_m_in.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   auto x_m = x_m_in.to(dtype), x_logs = x_logs_in.to(dtype), z = z_in.to(dtype);
   auto x_s_sq_r = torch::exp(-2 * x_logs);

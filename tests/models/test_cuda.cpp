@@ -131,3 +131,26 @@ TEST(GlowTTSCuda, TrainingStepTimesAndBfloat16Autocast) {
 
 }  // namespace
 }  // namespace monoflow::models
+
+namespace monoflow::models {
+
+// MAS must see float32 log-likelihoods whatever the autocast state: under bf16 autocast the
+// matmuls of compute_logp would otherwise run in bf16, and --compare-align (which recomputes
+// logp outside autocast) found paths that differed at near-ties.
+TEST(GlowTTSCuda, LogpIsFloat32AndUnchangedUnderAutocast) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(7);
+  auto opts = torch::TensorOptions().device(torch::kCUDA);
+  auto x_m = torch::randn({2, 80, 37}, opts), x_logs = 0.1 * torch::randn({2, 80, 37}, opts);
+  auto z = torch::randn({2, 80, 150}, opts);
+  auto plain = compute_logp(x_m, x_logs, z);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  auto under_autocast = compute_logp(x_m, x_logs, z);
+  at::autocast::set_autocast_enabled(at::kCUDA, false);
+  at::autocast::clear_cache();
+  EXPECT_EQ(under_autocast.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(torch::equal(plain, under_autocast));
+}
+
+}  // namespace monoflow::models

@@ -186,17 +186,20 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousOneLoadable) {
   save_checkpoint(dir / checkpoint_filename(1), *first, opt, s);
   const auto full_size = static_cast<rlim_t>(fs::file_size(dir / checkpoint_filename(1)));
 
+  // The state (with its RNG capture, which touches CUDA where there is a GPU) is made before the
+  // fork: a forked child cannot use CUDA once the parent has initialised it.
+  CheckpointState s2 = some_state();
+  s2.step = 2;
   auto write_second = [&](rlim_t limit) {
     const pid_t pid = fork();
     if (pid == 0) {
       const struct rlimit no_core {0, 0}, size {limit, limit};
       setrlimit(RLIMIT_CORE, &no_core);
       if (limit != RLIM_INFINITY) setrlimit(RLIMIT_FSIZE, &size);
-      torch::manual_seed(2);
+      auto cpu_gen = at::detail::getDefaultCPUGenerator();
+      cpu_gen.set_current_seed(2);  // the CPU generator only, see above
       Tiny second(4, 1 << 20);
       torch::optim::Adam opt2(second->parameters());
-      CheckpointState s2 = some_state();
-      s2.step = 2;
       save_checkpoint(dir / checkpoint_filename(2), *second, opt2, s2);
       _exit(0);
     }

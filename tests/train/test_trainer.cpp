@@ -308,6 +308,21 @@ TEST(Trainer, BadCheckpointsAndConfigsAreRefusedClearly) {
   expect_user_error([&] { run(testing::tiny_config(dir / "no-such-corpus", run_dir, 1)); }, "no-such-corpus");
 }
 
+TEST(TrainCli, DryRunPrintsTheResolvedConfigAndRejectsTypos) {
+  TempDir dir;
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus(), dir / "run", 1);
+  const std::string exe = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml");
+  int status = 0;
+  std::string out = testing::run_command(exe + " --dry-run --set train.batch_size=3 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("  batch_size: 3\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  hop_length: 256\n"), std::string::npos) << out;  // defaults are printed too
+  EXPECT_FALSE(std::filesystem::exists(dir / "run/checkpoints")) << "a dry run must not train";
+  out = testing::run_command(exe + " --dry-run --set train.batchsize=3 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("unknown key 'train.batchsize' (did you mean 'train.batch_size'?)"), std::string::npos) << out;
+}
+
 TEST(TrainCli, ErrorsExitNonZeroNamingTheFile) {
   TempDir dir;
   int status = 0;
