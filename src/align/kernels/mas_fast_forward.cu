@@ -28,7 +28,8 @@
 //      carries its column in the upper half of a 64-bit entry (one single-copy-atomic
 //      access), so the writer needs no GPU-scope MEMBAR per chunk (which also waits for its
 //      in-flight tile loads). First GPU run hung: the polling loads were plain and got hoisted;
-//      now volatile and bounded. Not yet measured: select with fast_variant = 3.
+//      now volatile and bounded. 1.88 / 0.153 ms (K=4): the fence was a real part of the
+//      column step at long T; the default from T >= 512.
 // Rows per lane: K=4 gives twice the warps of K=8 and a column step half as long; K=4 was
 // faster at every measured point. VEC=4: 16-byte copies (S % 4 == 0); VEC=1: 4-byte fallback.
 #include "align/kernels/mas_fast_common.cuh"
@@ -493,8 +494,10 @@ cudaError_t launch_fast_mas_forward(const float* logp, int max_text, int max_mel
   const int smem_v2 = kStages * tile_bytes + 2 * 32 * static_cast<int>(sizeof(float));
 #define MONOFLOW_LAUNCH(kernel, smem) \
   return launch(kernel, smem, logp, max_text, max_mel, text_lengths, mel_lengths, neg_inf, layout, workspace, stream)
-  // Default (0): the fastest measured version that applies: v1 for K=4 with 16-byte rows
-  // (0.145 vs 0.160 ms at the training batch, equal at T=2048), else v2.
+  // Default (0): the fastest measured version that applies (H100, 2026-11-22): v3 from 512
+  // text rows on (B=32 T=2048: 1.88 vs 2.25 ms for v1; T=512: 0.34 vs 0.37), v1 below that for
+  // K=4 with 16-byte rows (training batch 0.146 vs 0.153 ms for v3), else v2.
+  if (variant == 0 && max_text >= 512) variant = 3;
   if (variant == 1 || (variant == 0 && K == 4 && vec4)) {
     if (K != 4 || !vec4) return cudaErrorInvalidValue;  // v1 is kept in its measured configuration
     MONOFLOW_LAUNCH((forward_v1<4, 4>), kStages * tile_bytes);
