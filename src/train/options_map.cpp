@@ -13,6 +13,8 @@ text::TextOptions text_options(const Config& c) {
   t.cmudict_path = c.data.cmudict_path;
   t.add_space = c.data.add_space;
   t.add_blank = c.data.add_blank;
+  t.espeak_voice = c.data.espeak_voice;
+  t.error_on_unknown = c.data.on_unknown_char == "error";
   return t;
 }
 
