@@ -57,6 +57,7 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
 
   StepResult r;
   Losses l;
+  bool local_finite = true;
   try {
     l = forward_losses(model, batch, options);
   } catch (const UserError& e) {
@@ -66,20 +67,31 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
     // recognised ("non-finite"); any other error is rethrown.
     const bool numeric = std::string(e.what()).find("non-finite") != std::string::npos;
     if (!options.check_finite || (!numeric && all_finite(model, batch))) throw;
-    r.finite = false;
+    local_finite = false;
+  }
+  torch::Tensor loss;
+  if (local_finite) {
+    r.loss_mle = l.mle.detach();
+    r.loss_dur = l.dur.detach();
+    loss = l.mle + l.dur;
+    r.out = std::move(l.out);
+    if (options.check_finite && !torch::isfinite(loss.detach()).item<bool>()) local_finite = false;
+  } else {
     r.loss_mle = torch::full({}, std::numeric_limits<double>::quiet_NaN());
     r.loss_dur = r.loss_mle;
-    return r;
   }
-  r.loss_mle = l.mle.detach();
-  r.loss_dur = l.dur.detach();
-  const torch::Tensor loss = l.mle + l.dur;
-  r.out = std::move(l.out);
-  if (options.check_finite && !torch::isfinite(loss.detach()).item<bool>()) {
+  Distributed* dist = options.distributed != nullptr && options.distributed->world_size() > 1 ? options.distributed
+                                                                                              : nullptr;
+  if (options.check_finite && dist != nullptr) {
+    // Every rank must take the same branch, or the gradient all-reduce below would hang.
+    local_finite = dist->average(local_finite ? 1.0 : 0.0) > 1.0 - 1e-9;
+  }
+  if (!local_finite) {
     r.finite = false;
     return r;
   }
   loss.backward();
+  if (dist != nullptr) dist->average_gradients(model->parameters());
 
   std::vector<torch::Tensor> grads;
   for (const auto& p : model->parameters()) {

@@ -9,6 +9,7 @@
 #include "align/mas.h"
 #include "data/batch.h"
 #include "models/glow_tts.h"
+#include "train/distributed.h"
 
 namespace monoflow::train {
 
@@ -17,6 +18,10 @@ struct StepOptions {
   double grad_clip_value = 5.0;  // <= 0: no clipping
   bool bf16 = false;             // autocast (CUDA only)
   bool check_finite = true;      // skip backward and update when the loss is NaN/inf
+  // Data parallelism (null or world_size 1: none). The finiteness decision is shared (every
+  // rank skips when any rank's loss is non-finite) and the gradients are averaged over ranks
+  // after backward, before the norm and clipping, so every rank makes the same update.
+  Distributed* distributed = nullptr;
 };
 
 struct StepResult {
