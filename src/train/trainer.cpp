@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "train/align_compare.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
+#include "train/distributed.h"
 #include "train/fused_adam.h"
 #include "train/image.h"
 #include "train/metrics_log.h"
@@ -85,18 +87,23 @@ class Trainer {
   std::string find_resume_checkpoint() const;
   void restore_or_initialise();
   void drop_metrics_after(int64_t step);
-  void log_step(const StepResult& r, const data::Batch& batch, double step_seconds);
+  void log_step(double mle, double dur, const StepResult& r);
   void validate_now();
   void save(const std::string& why);
   void say(const std::string& text) {
-    if (!o_.quiet) progress_.message(text);
+    if (!o_.quiet && main_) progress_.message(text);
   }
+  void broadcast_model();
+  bool any_rank(bool flag) { return dist_->average(flag ? 1.0 : 0.0) > 0; }
+  void save_rank_debug_copy();
 
   const Config& c_;
   const RunOptions& o_;
   ProgressLine progress_;
 
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<Distributed> dist_;  // world_size 1: every call is a no-op
+  bool main_ = true;                   // rank 0: the one that writes
   align::Backend backend_ = align::Backend::kCpu;
   bool bf16_ = false;
   fs::path dir_, ckpt_dir_;
@@ -126,6 +133,18 @@ class Trainer {
 void Trainer::setup() {
   device_ = c_.train.use_cuda ? resolve_device(c_.run.device)
                               : (c_.run.device == "auto" ? torch::Device(torch::kCPU) : resolve_device(c_.run.device));
+  const DistributedOptions dist_options = distributed_options_from_env();
+  if (dist_options.world_size > 1 && device_.is_cuda()) {
+    // One GPU per process: rank r of this host trains on cuda:LOCAL_RANK.
+    if (dist_options.local_rank >= static_cast<int>(torch::cuda::device_count())) {
+      throw UserError("LOCAL_RANK=" + std::to_string(dist_options.local_rank) + " but only " +
+                      std::to_string(torch::cuda::device_count()) +
+                      " GPU(s) are visible; start at most that many processes");
+    }
+    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_options.local_rank));
+  }
+  dist_ = std::make_unique<Distributed>(dist_options, device_);
+  main_ = dist_->is_main();
   set_allow_tf32(c_.train.allow_tf32);
   bf16_ = c_.train.fp16_run && device_.is_cuda();
   backend_ = resolve_backend(c_.run.align_backend, device_);
@@ -145,11 +164,18 @@ void Trainer::setup() {
   text_ = std::make_unique<text::TextProcessor>(text_options(c_));
   const text::TextProcessor* tp = text_.get();
   datasets_ = data::load_datasets(data_options(c_), [tp](const std::string& s) { return tp->encode(s); });
+  // Characters the symbol set lacks were dropped while encoding: say so once, with counts.
+  if (const std::string unknown = tp->unknown_report(); !unknown.empty())
+    std::fprintf(stderr, "warning: %s\n", unknown.c_str());
   if (!datasets_.train || datasets_.train->size() == 0) {
     throw UserError(c_.source + ": no training utterances (data.dataset_dir / data.training_files); "
                     "check the dataset path");
   }
-  loader_ = std::make_unique<data::DataLoader>(datasets_.train, loader_options(c_, true));
+  // Every rank draws from the same (seed, epoch) batch list and takes batches r, r + W, ...
+  auto lo = loader_options(c_, true);
+  lo.rank = dist_->rank();
+  lo.world_size = dist_->world_size();
+  loader_ = std::make_unique<data::DataLoader>(datasets_.train, lo);
   if (datasets_.validation && datasets_.validation->size() > 0) {
     auto vo = loader_options(c_, false);
     vo.num_workers = 0;
@@ -172,6 +198,32 @@ void Trainer::setup() {
   step_options_.grad_clip_value = c_.train.grad_clip_value;
   step_options_.bf16 = bf16_;
   step_options_.check_finite = true;
+  step_options_.distributed = dist_.get();
+}
+
+// Rank 0's parameters and buffers into every rank (after init and after DDI).
+void Trainer::broadcast_model() {
+  if (dist_->world_size() == 1) return;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : model_->parameters()) tensors.push_back(p.data());
+  for (const auto& b : model_->buffers()) tensors.push_back(b);
+  dist_->broadcast(tensors);
+}
+
+// MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 (tests): ranks other than 0 also write their final
+// weights, as <run.dir>/rank<r>_final.pt, so that a test can compare them with rank 0's.
+void Trainer::save_rank_debug_copy() {
+  const char* flag = std::getenv("MONOFLOW_DEBUG_RANK_CHECKPOINTS");
+  if (main_ || flag == nullptr || std::string(flag) != "1") return;
+  CheckpointState s;
+  s.step = step_;
+  s.epoch = loader_->position().epoch;
+  s.nonfinite_total = skipped_;
+  s.scheduler = c_.train.scheduler;
+  s.loader_position = encode_position(loader_->position());
+  s.config_yaml = o_.config_yaml;
+  s.rng = capture_rng();
+  save_checkpoint((dir_ / ("rank" + std::to_string(dist_->rank()) + "_final.pt")).string(), *model_, *optimizer_, s);
 }
 
 // Which checkpoint --resume means, checked before the (possibly long) dataset scan.
@@ -218,6 +270,14 @@ void Trainer::restore_or_initialise() {
     ddi_pending_ = c_.train.ddi;
     model_->set_ddi(c_.train.ddi);
   }
+  if (dist_->world_size() > 1) {
+    // Every rank starts from rank 0's weights (a resumed run loaded the same file everywhere).
+    broadcast_model();
+    // Different dropout on each rank; rank 0 keeps its own stream (the one its checkpoints save).
+    if (!main_) torch::manual_seed(static_cast<uint64_t>(c_.train.seed) + 1000003ULL * dist_->rank() +
+                                   static_cast<uint64_t>(step_));
+  }
+  if (!main_) return;  // only rank 0 writes
   if (resuming) drop_metrics_after(step_);
   write_file_atomically((dir_ / "config.yaml").string(), o_.config_yaml);
   if (c_.run.tensorboard) out_.tb = std::make_unique<EventWriter>((dir_ / "tensorboard").string());
@@ -245,6 +305,12 @@ void Trainer::drop_metrics_after(int64_t step) {
 
 void Trainer::save(const std::string& why) {
   if (step_ == last_checkpoint_step_) return;
+  const std::string path = (ckpt_dir_ / checkpoint_filename(step_)).string();
+  if (!main_) {  // rank 0 writes it
+    last_checkpoint_ = path;
+    last_checkpoint_step_ = step_;
+    return;
+  }
   CheckpointState s;
   s.step = step_;
   s.epoch = loader_->position().epoch;
@@ -253,7 +319,6 @@ void Trainer::save(const std::string& why) {
   s.loader_position = encode_position(loader_->position());
   s.config_yaml = o_.config_yaml;
   s.rng = capture_rng();
-  const std::string path = (ckpt_dir_ / checkpoint_filename(step_)).string();
   save_checkpoint(path, *model_, *optimizer_, s);
   prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints);
   last_checkpoint_ = path;
@@ -261,10 +326,10 @@ void Trainer::save(const std::string& why) {
   say("checkpoint (" + why + "): " + path);
 }
 
-void Trainer::log_step(const StepResult& r, const data::Batch& batch, double) {
+// mle, dur: this step's losses averaged over ranks. Rank 0 only.
+void Trainer::log_step(double mle, double dur, const StepResult& r) {
   const double elapsed = seconds_since(last_log_time_);
   const int64_t steps = step_ - last_log_step_;
-  const double mle = r.loss_mle.item<double>(), dur = r.loss_dur.item<double>();
   const double grad_norm = r.grad_norm.defined() ? r.grad_norm.item<double>() : 0.0;
   const double lr = schedule_->lr(step_);
   const double steps_per_s = elapsed > 0 ? steps / elapsed : 0.0;
@@ -300,12 +365,16 @@ void Trainer::log_step(const StepResult& r, const data::Batch& batch, double) {
   if (!o_.quiet) progress_.update(p);
   last_log_time_ = Clock::now();
   last_log_step_ = step_;
-  (void)batch;
 }
 
 void Trainer::validate_now() {
   if (!val_loader_) return;
   last_validation_step_ = step_;
+  if (!main_) {  // rank 0 validates on the whole validation set; the others wait for it
+    dist_->barrier();
+    return;
+  }
+
   ValidationOptions vo;
   vo.step = step_options_;
   vo.step.check_finite = false;
@@ -344,6 +413,7 @@ void Trainer::validate_now() {
                 " utterances (%.1f s); example %s",
                 step_, v.loss_mle, v.loss_dur, v.utterances, seconds_since(start), v.example_id.c_str());
   say(buf);
+  dist_->barrier();
 }
 
 RunSummary Trainer::run() {
@@ -354,7 +424,10 @@ RunSummary Trainer::run() {
       (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") + "; " +
       std::to_string(datasets_.train->size()) + " training utterances, " +
       std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
-      std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string());
+      std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string() +
+      (dist_->world_size() > 1 ? "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() +
+                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each"
+                               : std::string()));
 
   install_stop_handlers();
   RunSummary summary;
@@ -375,6 +448,8 @@ RunSummary Trainer::run() {
       model_->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, step_options_.mas);
       say("data-dependent initialisation (DDI) done on the first batch");
     }
+    // Each rank initialised its ActNorms from its own batch: all take rank 0's.
+    broadcast_model();
     ddi_pending_ = false;
   }
 
@@ -383,12 +458,13 @@ RunSummary Trainer::run() {
       summary.stop_reason = "max_steps";
       break;
     }
-    if (stop_requested()) {
+    // With several ranks, a stop that any rank sees stops them all at this same step.
+    if (any_rank(stop_requested())) {
       summary.stop_reason = "signal";
       summary.interrupted = true;
       break;
     }
-    if (o_.max_minutes > 0 && seconds_since(start) > o_.max_minutes * 60) {
+    if (o_.max_minutes > 0 && any_rank(seconds_since(start) > o_.max_minutes * 60)) {
       summary.stop_reason = "time limit";
       break;
     }
@@ -401,7 +477,6 @@ RunSummary Trainer::run() {
     pending.reset();
     if (!host) continue;  // end of an epoch
     const data::Batch batch = to_device(*host, device_);
-    const auto step_start = Clock::now();
     StepResult r;
     try {
       r = train_step(model_, *optimizer_, batch, schedule_->lr(step_ + 1), step_options_);
@@ -452,11 +527,15 @@ RunSummary Trainer::run() {
         mas_ms_[t.backend].second += 1;
       }
     }
-    if (log_due) log_step(r, batch, seconds_since(step_start));
+    if (log_due) {
+      const double mle = dist_->average(r.loss_mle.item<double>());
+      const double dur = dist_->average(r.loss_dur.item<double>());
+      if (main_) log_step(mle, dur, r);
+    }
 
     const bool val_due = c_.train.val_interval > 0 && step_ % c_.train.val_interval == 0;
     const bool image_due = c_.run.image_interval > 0 ? step_ % c_.run.image_interval == 0 : val_due;
-    if (image_due) {
+    if (image_due && main_) {
       const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
       log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
                 render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignHeight), step_);
@@ -470,7 +549,9 @@ RunSummary Trainer::run() {
     validate_now();
   }
   if (step_ > 0) save(summary.stop_reason);
-  if (!o_.quiet) progress_.finish();
+  save_rank_debug_copy();
+  dist_->barrier();  // the others end once rank 0's checkpoint is written
+  if (!o_.quiet && main_) progress_.finish();
   if (summary.interrupted) {
     say("stopped by signal " + std::to_string(stop_signal()) + " at step " + std::to_string(step_) +
         "; resume with --resume");
