@@ -1,0 +1,248 @@
+// Data-parallel training on CPU over Gloo: one averaged step on two ranks (threads) equals one
+// step on the concatenated batch, and two `train` processes started by scripts/launch.sh end
+// with identical weights, one writer of metrics and checkpoints, and finite losses.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include "data/text/text_processor.h"
+#include "models/glow_tts.h"
+#include "test_util.h"
+#include "tiny_corpus.h"
+#include "train/checkpoint.h"
+#include "train/config_io.h"
+#include "train/distributed.h"
+#include "train/options_map.h"
+#include "train/train_step.h"
+
+namespace monoflow::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+// A port of its own for each test of each process (parallel ctest runs, other suites).
+int free_port(int offset) { return 20000 + static_cast<int>(::getpid() % 20000) + offset; }
+
+models::GlowTTS tiny_model(const Config& c) {
+  const text::TextProcessor tp(text_options(c));
+  return models::GlowTTS(model_options(c, static_cast<int64_t>(tp.vocab_size())));
+}
+
+void copy_weights(models::GlowTTS& from, models::GlowTTS& to) {
+  torch::NoGradGuard no_grad;
+  const auto src = from->parameters();
+  const auto dst = to->parameters();
+  for (size_t i = 0; i < src.size(); ++i) dst[i].copy_(src[i]);
+}
+
+data::Batch slice(const data::Batch& b, int64_t begin, int64_t end) {
+  data::Batch s;
+  s.text = b.text.slice(0, begin, end);
+  s.text_lengths = b.text_lengths.slice(0, begin, end);
+  s.mel = b.mel.slice(0, begin, end);
+  s.mel_lengths = b.mel_lengths.slice(0, begin, end);
+  return s;
+}
+
+// With every item of the same text and mel length, both losses of a batch are the mean of its
+// halves' losses, so the averaged gradient of two ranks is the gradient of the whole batch.
+TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  TempDir dir;
+  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+  torch::manual_seed(11);
+  data::Batch full;
+  full.text = torch::randint(1, 20, {4, 6}, torch::kInt64);
+  full.text_lengths = torch::full({4}, 6, torch::kInt64);
+  full.mel = torch::randn({4, c.data.n_mel_channels, 24}) - 5;
+  full.mel_lengths = torch::full({4}, 24, torch::kInt64);
+
+  // Three copies of the same initial weights, made before any thread runs.
+  torch::manual_seed(3);
+  models::GlowTTS reference = tiny_model(c);
+  // eval(): no dropout (its masks would differ between the runs); training mode changes nothing else.
+  reference->set_ddi(false);
+  reference->eval();
+  std::vector<models::GlowTTS> ranks{tiny_model(c), tiny_model(c)};
+  for (auto& m : ranks) {
+    copy_weights(reference, m);
+    m->set_ddi(false);
+    m->eval();
+  }
+
+  torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
+  const StepResult ref = train_step(reference, ref_opt, full, 0.1, StepOptions{});
+  ASSERT_TRUE(ref.finite);
+
+  std::vector<StepResult> results(2);
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        DistributedOptions o;
+        o.rank = rank;
+        o.world_size = 2;
+        o.master_port = free_port(0);
+        o.backend = "gloo";
+        Distributed group(o, torch::kCPU);
+        torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
+        StepOptions so;
+        so.distributed = &group;
+        results[rank] = train_step(ranks[rank], opt, slice(full, 2 * rank, 2 * rank + 2), 0.1, so);
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures[0], "");
+  ASSERT_EQ(failures[1], "");
+  ASSERT_TRUE(results[0].finite && results[1].finite);
+
+  // The halves' losses differ; their mean is the whole batch's loss.
+  EXPECT_NE(results[0].loss_mle.item<double>(), results[1].loss_mle.item<double>());
+  const double mle = (results[0].loss_mle.item<double>() + results[1].loss_mle.item<double>()) / 2;
+  const double dur = (results[0].loss_dur.item<double>() + results[1].loss_dur.item<double>()) / 2;
+  EXPECT_NEAR(mle, ref.loss_mle.item<double>(), 1e-5 * std::abs(ref.loss_mle.item<double>()));
+  EXPECT_NEAR(dur, ref.loss_dur.item<double>(), 1e-5 * std::abs(ref.loss_dur.item<double>()) + 1e-6);
+  // Same averaged gradient on both ranks (bit for bit), equal to the whole batch's.
+  EXPECT_EQ(results[0].grad_norm.item<double>(), results[1].grad_norm.item<double>());
+  EXPECT_NEAR(results[0].grad_norm.item<double>(), ref.grad_norm.item<double>(),
+              1e-4 * ref.grad_norm.item<double>());
+  const auto pr = reference->named_parameters();
+  const auto p1 = ranks[1]->named_parameters();
+  int64_t compared = 0, moved = 0;
+  for (const auto& p : ranks[0]->named_parameters()) {
+    ASSERT_TRUE(torch::equal(p.value(), p1[p.key()])) << p.key();
+    EXPECT_TRUE(torch::allclose(p.value(), pr[p.key()], 1e-4, 1e-6)) << p.key();
+    ++compared;
+  }
+  // The step did change the weights (the comparison is not of untouched initial values).
+  for (const auto& g : reference->parameters()) moved += g.grad().defined() && g.grad().abs().sum().item<double>() > 0;
+  EXPECT_GT(compared, 10);
+  EXPECT_GT(moved, 10);
+}
+
+// A non-finite loss on one rank makes every rank skip the update (and none hangs).
+TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  TempDir dir;
+  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+  torch::manual_seed(5);
+  std::vector<models::GlowTTS> ranks{tiny_model(c), tiny_model(c)};
+  copy_weights(ranks[0], ranks[1]);
+  data::Batch b;
+  b.text = torch::tensor({{5, 6, 7, 8}, {9, 10, 11, 0}}, torch::kInt64);
+  b.text_lengths = torch::tensor({4, 3}, torch::kInt64);
+  b.mel = torch::randn({2, c.data.n_mel_channels, 24}) - 5;
+  b.mel_lengths = torch::tensor({24, 20}, torch::kInt64);
+  std::vector<std::vector<torch::Tensor>> before(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r]->set_ddi(false);
+    for (const auto& p : ranks[r]->parameters()) before[r].push_back(p.detach().clone());
+  }
+  std::vector<int> finite(2, -1);
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        DistributedOptions o;
+        o.rank = rank;
+        o.world_size = 2;
+        o.master_port = free_port(1);
+        o.backend = "gloo";
+        Distributed group(o, torch::kCPU);
+        torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
+        StepOptions so;
+        so.distributed = &group;
+        data::Batch mine = b;
+        if (rank == 1) {
+          mine.mel = b.mel.clone();
+          mine.mel[0][0][0] = std::numeric_limits<float>::quiet_NaN();
+        }
+        finite[rank] = train_step(ranks[rank], opt, mine, 0.1, so).finite ? 1 : 0;
+        // Both still meet for the next collective: nobody is stuck in a gradient all-reduce.
+        EXPECT_EQ(group.average(rank), 0.5);
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures[0], "");
+  ASSERT_EQ(failures[1], "");
+  EXPECT_EQ(finite[0], 0);
+  EXPECT_EQ(finite[1], 0);
+  for (int r = 0; r < 2; ++r) {
+    const auto params = ranks[r]->parameters();
+    for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(torch::equal(params[i], before[r][i])) << r << " " << i;
+  }
+}
+
+// Two `train` processes through scripts/launch.sh: rank 0 alone writes metrics and
+// checkpoints, rank 1 (by the test-only MONOFLOW_DEBUG_RANK_CHECKPOINTS) writes its final
+// weights, and they equal rank 0's checkpoint.
+TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  TempDir dir;
+  const std::string corpus = dir / "corpus";
+  testing::write_tiny_corpus(corpus);
+  const std::string run_dir = dir / "run";
+  {
+    std::ofstream y(dir / "tiny.yaml");
+    y << testing::tiny_config_yaml(corpus, run_dir, 4);
+  }
+  const std::string launch = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/launch.sh";
+  const std::string command = "MASTER_PORT=" + std::to_string(free_port(2)) +
+                              " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " +
+                              MONOFLOW_TRAIN_EXE + " --config " + (dir / "tiny.yaml") +
+                              " --set data.num_workers=1 2>&1";
+  int status = 0;
+  const std::string out = testing::run_command(command, &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("2 processes (gloo)"), std::string::npos) << out;
+
+  // Rank 0's checkpoint of the last step loads, and rank 1 ended with the same weights.
+  const std::string ckpt = run_dir + "/checkpoints/" + checkpoint_filename(4);
+  ASSERT_TRUE(fs::is_regular_file(ckpt)) << out;
+  ASSERT_TRUE(fs::is_regular_file(run_dir + "/rank1_final.pt")) << out;
+  EXPECT_FALSE(fs::exists(run_dir + "/rank0_final.pt"));
+  EXPECT_EQ(read_checkpoint_state(ckpt).step, 4);
+  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, 4);
+  const Config c = testing::tiny_config(corpus, run_dir, 4);
+  models::GlowTTS a = tiny_model(c), b = tiny_model(c);
+  load_checkpoint(ckpt, *a, nullptr);
+  load_checkpoint(run_dir + "/rank1_final.pt", *b, nullptr);
+  const auto pb = b->named_parameters();
+  int64_t compared = 0;
+  for (const auto& p : a->named_parameters()) {
+    ASSERT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
+    ++compared;
+  }
+  EXPECT_GT(compared, 10);
+
+  // One line per step (a single writer), finite averaged losses.
+  std::map<int64_t, int> lines;
+  std::istringstream in(testing::read_text(run_dir + "/metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) {
+    const YAML::Node n = YAML::Load(line);
+    if (!n["loss/mle"]) continue;
+    ++lines[n["step"].as<int64_t>()];
+    EXPECT_TRUE(std::isfinite(n["loss/mle"].as<double>())) << line;
+    EXPECT_TRUE(std::isfinite(n["loss/dur"].as<double>())) << line;
+  }
+  EXPECT_EQ(lines, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
+}
+
+}  // namespace
+}  // namespace monoflow::train
