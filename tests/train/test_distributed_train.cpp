@@ -5,7 +5,10 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -242,6 +245,50 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
     EXPECT_TRUE(std::isfinite(n["loss/dur"].as<double>())) << line;
   }
   EXPECT_EQ(lines, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
+}
+
+// SIGTERM to rank 1 alone: both ranks stop at the same step (the stop flag is shared each
+// step), rank 0 writes the checkpoint of that step, and neither hangs.
+TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  TempDir dir;
+  const std::string corpus = dir / "corpus";
+  testing::write_tiny_corpus(corpus);
+  const std::string run_dir = dir / "run";
+  {
+    std::ofstream y(dir / "tiny.yaml");
+    y << testing::tiny_config_yaml(corpus, run_dir, 1000);
+  }
+  std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port(3)) +
+                    " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1";
+  const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
+                            " --set data.num_workers=1 --set train.val_interval=0 --set train.checkpoint_interval=1000";
+  const std::string command = "cd " + dir.path() + " && (" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + train +
+                              " > rank0.log 2>&1 & " + env + " RANK=1 LOCAL_RANK=1 " + train +
+                              " > rank1.log 2>&1 & echo $! > rank1.pid; wait)";
+  std::thread killer([&] {
+    for (int i = 0; i < 6000; ++i) {
+      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // Rank 1 runs without timeout(1), which would signal it a second time (a second signal
+    // exits at once); rank 0's timeout ends rank 1 too should the test go wrong.
+    const int pid = std::atoi(testing::read_text(dir / "rank1.pid").c_str());
+    if (pid > 0) ::kill(pid, SIGTERM);
+  });
+  int status = 0;
+  testing::run_command(command, &status);
+  killer.join();
+  const std::string log0 = testing::read_text(dir / "rank0.log"), log1 = testing::read_text(dir / "rank1.log");
+  ASSERT_EQ(status, 0) << log0 << log1;
+  ASSERT_NE(log0.find("(signal)"), std::string::npos) << log0;
+  ASSERT_NE(log1.find("(signal)"), std::string::npos) << log1;
+  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
+  ASSERT_FALSE(ckpt.empty()) << log0;
+  const int64_t step = read_checkpoint_state(ckpt).step;
+  EXPECT_GE(step, 2);
+  EXPECT_LT(step, 1000);
+  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
 }
 
 }  // namespace
