@@ -245,6 +245,21 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
     EXPECT_TRUE(std::isfinite(n["loss/dur"].as<double>())) << line;
   }
   EXPECT_EQ(lines, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
+
+  // Both ranks resume from rank 0's checkpoint and still agree two steps later.
+  const std::string resume = "MASTER_PORT=" + std::to_string(free_port(4)) +
+                             " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " + MONOFLOW_TRAIN_EXE +
+                             " --config " + (dir / "tiny.yaml") + " --set data.num_workers=1 --max-steps 6 --resume 2>&1";
+  const std::string out2 = testing::run_command(resume, &status);
+  ASSERT_EQ(status, 0) << out2;
+  EXPECT_NE(out2.find("resumed from " + ckpt + " at step 4"), std::string::npos) << out2;
+  const std::string ckpt6 = run_dir + "/checkpoints/" + checkpoint_filename(6);
+  ASSERT_TRUE(fs::is_regular_file(ckpt6)) << out2;
+  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, 6);
+  load_checkpoint(ckpt6, *a, nullptr);
+  load_checkpoint(run_dir + "/rank1_final.pt", *b, nullptr);
+  const auto pb6 = b->named_parameters();
+  for (const auto& p : a->named_parameters()) ASSERT_TRUE(torch::equal(p.value(), pb6[p.key()])) << p.key();
 }
 
 // SIGTERM to rank 1 alone: both ranks stop at the same step (the stop flag is shared each
