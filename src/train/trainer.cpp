@@ -96,6 +96,7 @@ class Trainer {
   void broadcast_model();
   bool any_rank(bool flag) { return dist_->average(flag ? 1.0 : 0.0) > 0; }
   void save_rank_debug_copy();
+  CheckpointState checkpoint_state() const;
 
   const Config& c_;
   const RunOptions& o_;
@@ -210,11 +211,8 @@ void Trainer::broadcast_model() {
   dist_->broadcast(tensors);
 }
 
-// MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 (tests): ranks other than 0 also write their final
-// weights, as <run.dir>/rank<r>_final.pt, so that a test can compare them with rank 0's.
-void Trainer::save_rank_debug_copy() {
-  const char* flag = std::getenv("MONOFLOW_DEBUG_RANK_CHECKPOINTS");
-  if (main_ || flag == nullptr || std::string(flag) != "1") return;
+// Everything besides the model and optimizer that an exact resume needs, as of now.
+CheckpointState Trainer::checkpoint_state() const {
   CheckpointState s;
   s.step = step_;
   s.epoch = loader_->position().epoch;
@@ -223,7 +221,16 @@ void Trainer::save_rank_debug_copy() {
   s.loader_position = encode_position(loader_->position());
   s.config_yaml = o_.config_yaml;
   s.rng = capture_rng();
-  save_checkpoint((dir_ / ("rank" + std::to_string(dist_->rank()) + "_final.pt")).string(), *model_, *optimizer_, s);
+  return s;
+}
+
+// MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 (tests): ranks other than 0 also write their final
+// weights, as <run.dir>/rank<r>_final.pt, so that a test can compare them with rank 0's.
+void Trainer::save_rank_debug_copy() {
+  const char* flag = std::getenv("MONOFLOW_DEBUG_RANK_CHECKPOINTS");
+  if (main_ || flag == nullptr || std::string(flag) != "1") return;
+  save_checkpoint((dir_ / ("rank" + std::to_string(dist_->rank()) + "_final.pt")).string(), *model_, *optimizer_,
+                  checkpoint_state());
 }
 
 // Which checkpoint --resume means, checked before the (possibly long) dataset scan.
@@ -311,15 +318,7 @@ void Trainer::save(const std::string& why) {
     last_checkpoint_step_ = step_;
     return;
   }
-  CheckpointState s;
-  s.step = step_;
-  s.epoch = loader_->position().epoch;
-  s.nonfinite_total = skipped_;
-  s.scheduler = c_.train.scheduler;
-  s.loader_position = encode_position(loader_->position());
-  s.config_yaml = o_.config_yaml;
-  s.rng = capture_rng();
-  save_checkpoint(path, *model_, *optimizer_, s);
+  save_checkpoint(path, *model_, *optimizer_, checkpoint_state());
   prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints);
   last_checkpoint_ = path;
   last_checkpoint_step_ = step_;
