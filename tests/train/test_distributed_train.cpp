@@ -55,6 +55,32 @@ data::Batch slice(const data::Batch& b, int64_t begin, int64_t end) {
   return s;
 }
 
+// Runs body(rank, group) on two threads, each rank with its own Gloo group on `port`, and
+// fails the test with any rank's exception.
+template <class Body>
+void on_two_gloo_ranks(int port, Body body) {
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        DistributedOptions o;
+        o.rank = rank;
+        o.world_size = 2;
+        o.master_port = port;
+        o.backend = "gloo";
+        Distributed group(o, torch::kCPU);
+        body(rank, group);
+      } catch (const std::exception& e) {
+        failures[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures[0], "");
+  ASSERT_EQ(failures[1], "");
+}
+
 // With every item of the same text and mel length, both losses of a batch are the mean of its
 // halves' losses, so the averaged gradient of two ranks is the gradient of the whole batch.
 TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
@@ -86,29 +112,13 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   ASSERT_TRUE(ref.finite);
 
   std::vector<StepResult> results(2);
-  std::vector<std::string> failures(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        DistributedOptions o;
-        o.rank = rank;
-        o.world_size = 2;
-        o.master_port = free_port(0);
-        o.backend = "gloo";
-        Distributed group(o, torch::kCPU);
-        torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
-        StepOptions so;
-        so.distributed = &group;
-        results[rank] = train_step(ranks[rank], opt, slice(full, 2 * rank, 2 * rank + 2), 0.1, so);
-      } catch (const std::exception& e) {
-        failures[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_EQ(failures[0], "");
-  ASSERT_EQ(failures[1], "");
+  on_two_gloo_ranks(free_port(0), [&](int rank, Distributed& group) {
+    torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
+    StepOptions so;
+    so.distributed = &group;
+    results[rank] = train_step(ranks[rank], opt, slice(full, 2 * rank, 2 * rank + 2), 0.1, so);
+  });
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(results[0].finite && results[1].finite);
 
   // The halves' losses differ; their mean is the whole batch's loss.
@@ -154,36 +164,20 @@ TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
     for (const auto& p : ranks[r]->parameters()) before[r].push_back(p.detach().clone());
   }
   std::vector<int> finite(2, -1);
-  std::vector<std::string> failures(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        DistributedOptions o;
-        o.rank = rank;
-        o.world_size = 2;
-        o.master_port = free_port(1);
-        o.backend = "gloo";
-        Distributed group(o, torch::kCPU);
-        torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
-        StepOptions so;
-        so.distributed = &group;
-        data::Batch mine = b;
-        if (rank == 1) {
-          mine.mel = b.mel.clone();
-          mine.mel[0][0][0] = std::numeric_limits<float>::quiet_NaN();
-        }
-        finite[rank] = train_step(ranks[rank], opt, mine, 0.1, so).finite ? 1 : 0;
-        // Both still meet for the next collective: nobody is stuck in a gradient all-reduce.
-        EXPECT_EQ(group.average(rank), 0.5);
-      } catch (const std::exception& e) {
-        failures[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_EQ(failures[0], "");
-  ASSERT_EQ(failures[1], "");
+  on_two_gloo_ranks(free_port(1), [&](int rank, Distributed& group) {
+    torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
+    StepOptions so;
+    so.distributed = &group;
+    data::Batch mine = b;
+    if (rank == 1) {
+      mine.mel = b.mel.clone();
+      mine.mel[0][0][0] = std::numeric_limits<float>::quiet_NaN();
+    }
+    finite[rank] = train_step(ranks[rank], opt, mine, 0.1, so).finite ? 1 : 0;
+    // Both still meet for the next collective: nobody is stuck in a gradient all-reduce.
+    EXPECT_EQ(group.average(rank), 0.5);
+  });
+  if (HasFatalFailure()) return;
   EXPECT_EQ(finite[0], 0);
   EXPECT_EQ(finite[1], 0);
   for (int r = 0; r < 2; ++r) {
