@@ -308,7 +308,6 @@ std::string closest_key(const std::string& key) {
   std::string best;
   size_t best_d = std::max<size_t>(3, key.size() / 4) + 1;
   for (const auto& f : fields()) {
-    // Compare within the same section first, then whole keys.
     size_t d = edit_distance(key, f.key);
     if (d < best_d) { best_d = d; best = f.key; }
   }
