@@ -8,6 +8,9 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/cuda.h>
 
+#include <optional>
+#include <vector>
+
 #include "align/kernels/mas_kernels.h"
 #include "align/mas_checks.h"
 #include "align/path_format.h"
@@ -67,11 +70,11 @@ void raise_flags(const int32_t* device_flags, int count, cudaStream_t stream,
   if (non_finite != 0) throw UserError(nonfinite_message(batch - non_finite));
 }
 
+// Rows per lane for the v1-v3 kernels (4 or 8).
 int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text) {
   if (options.fast_rows_per_lane != 0) {
-    if (options.fast_rows_per_lane != 4 && options.fast_rows_per_lane != 8) {
-      throw UserError("maximum_path: fast_rows_per_lane must be 0 (automatic), 4 or 8, got " +
-                      std::to_string(options.fast_rows_per_lane));
+    if (options.fast_rows_per_lane == 2) {
+      throw UserError("maximum_path: fast_rows_per_lane 2 exists for cuda-fast variant 4 only");
     }
     return options.fast_rows_per_lane;
   }
@@ -80,6 +83,62 @@ int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t warps_k4 = batch * ((max_text + 127) / 128);
   return warps_k4 <= 4 * sms ? 4 : 8;
+}
+
+void check_tuning(const MasOptions& options) {
+  if (options.fast_rows_per_lane != 0 && options.fast_rows_per_lane != 2 &&
+      options.fast_rows_per_lane != 4 && options.fast_rows_per_lane != 8) {
+    throw UserError("maximum_path: fast_rows_per_lane must be 0 (automatic), 2, 4 or 8, got " +
+                    std::to_string(options.fast_rows_per_lane));
+  }
+  if (options.fast_variant < 0 || options.fast_variant > 4) {
+    throw UserError("maximum_path: fast_variant must be 0 (automatic) or 1-4, got " +
+                    std::to_string(options.fast_variant));
+  }
+}
+
+// The fused v4 layout when v4 is asked for or chosen by default and its block fits the
+// device's shared memory (K=2 first: faster at the training batch), else nothing.
+std::optional<kernels::FastMasLayout> fused_layout_for(const MasOptions& options, int64_t batch,
+                                                       int64_t max_text, int64_t max_mel) {
+  if (options.fast_variant != 0 && options.fast_variant != 4) return std::nullopt;
+  const int64_t limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
+  std::vector<int> candidates = {2, 4};
+  if (options.fast_rows_per_lane != 0) candidates = {options.fast_rows_per_lane};
+  for (const int k : candidates) {
+    const auto layout = kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
+                                                 static_cast<int>(max_mel), k);
+    const int64_t bytes = kernels::fast_mas_fused_smem(layout);
+    if (bytes >= 0 && bytes <= limit) return layout;
+  }
+  if (options.fast_variant == 4) {
+    throw UserError("maximum_path: cuda-fast variant 4 does not fit this shape (one block per "
+                    "utterance; see kernels/mas_fast_fused.cu); use variant 0 (automatic)");
+  }
+  return std::nullopt;
+}
+
+// v1-v3: workspace resets, the forward kernel, then the walk kernel.
+void run_split_kernels(const torch::Tensor& work, int64_t max_text, int64_t max_mel,
+                       const Lengths& tl, const Lengths& ml, const MasOptions& options,
+                       const kernels::FastMasLayout& layout, int32_t* ws,
+                       torch::Tensor& durations, cudaStream_t stream) {
+  check_cuda(cudaMemsetAsync(ws, 0, layout.zeroed_ints * sizeof(int32_t), stream), "workspace reset");
+  check_cuda(cudaMemsetAsync(ws + layout.boundary_offset, 0, layout.boundary_ints * sizeof(int32_t), stream),
+             "boundary reset");
+  const cudaError_t forward =
+      kernels::launch_fast_mas_forward(work.data_ptr<float>(), static_cast<int>(max_text),
+                                       static_cast<int>(max_mel), tl.view, ml.view, options.neg_inf,
+                                       layout, ws, options.fast_variant, stream);
+  if (forward == cudaErrorInvalidValue) {
+    throw UserError("maximum_path: cuda-fast variant " + std::to_string(options.fast_variant) +
+                    " does not support this configuration (see kernels/mas_fast_forward.cu)");
+  }
+  check_cuda(forward, "cuda-fast forward kernel");
+  check_cuda(kernels::launch_fast_mas_walk(static_cast<int>(max_text), static_cast<int>(max_mel),
+                                           tl.view, ml.view, layout, ws,
+                                           durations.data_ptr<int32_t>(), stream),
+             "cuda-fast walk kernel");
 }
 
 // float32 contiguous logp; a copy only when the input is not already that.
@@ -142,35 +201,34 @@ MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor&
     return empty;
   }
   TORCH_CHECK(max_text < (1 << 24) && max_mel < (1 << 24), "maximum_path: shape too large");
+  check_tuning(options);
   // Read only: logp is never written, so keep_input needs no copy.
   const torch::Tensor work = as_float32(logp);
   const PathFormat format = path_format(options.path_dtype);
   const auto device = logp.device();
   const auto ints = torch::dtype(torch::kInt32).device(device);
   const Lengths tl = device_lengths(text_lengths, device), ml = device_lengths(mel_lengths, device);
-  const auto layout = kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
-                                               static_cast<int>(max_mel),
-                                               rows_per_lane_for(options, batch, max_text));
-  torch::Tensor workspace = torch::empty({layout.total_ints}, ints);
+  const std::optional<kernels::FastMasLayout> fused = fused_layout_for(options, batch, max_text, max_mel);
+  const auto layout = fused ? *fused
+                            : kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
+                                                       static_cast<int>(max_mel),
+                                                       rows_per_lane_for(options, batch, max_text));
+  // v4 uses the flags and the starts only; v1-v3 the whole workspace.
+  torch::Tensor workspace =
+      torch::empty({fused ? layout.starts_offset + batch * max_text : layout.total_ints}, ints);
   torch::Tensor durations = torch::empty({batch, max_text}, ints);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();
   int32_t* ws = workspace.data_ptr<int32_t>();
-  check_cuda(cudaMemsetAsync(ws, 0, layout.zeroed_ints * sizeof(int32_t), stream), "workspace reset");
-  check_cuda(cudaMemsetAsync(ws + layout.boundary_offset, 0, layout.boundary_ints * sizeof(int32_t), stream),
-             "boundary reset");
-  const cudaError_t forward =
-      kernels::launch_fast_mas_forward(work.data_ptr<float>(), static_cast<int>(max_text),
-                                       static_cast<int>(max_mel), tl.view, ml.view, options.neg_inf,
-                                       layout, ws, options.fast_variant, stream);
-  if (forward == cudaErrorInvalidValue) {
-    throw UserError("maximum_path: cuda-fast variant " + std::to_string(options.fast_variant) +
-                    " does not support this configuration (see kernels/mas_fast_forward.cu)");
+  if (fused) {
+    check_cuda(cudaMemsetAsync(ws, 0, 4 * sizeof(int32_t), stream), "flag reset");
+    check_cuda(kernels::launch_fast_mas_fused(work.data_ptr<float>(), static_cast<int>(max_text),
+                                              static_cast<int>(max_mel), tl.view, ml.view,
+                                              options.neg_inf, layout, ws,
+                                              durations.data_ptr<int32_t>(), stream),
+               "cuda-fast fused kernel");
+  } else {
+    run_split_kernels(work, max_text, max_mel, tl, ml, options, layout, ws, durations, stream);
   }
-  check_cuda(forward, "cuda-fast forward kernel");
-  check_cuda(kernels::launch_fast_mas_walk(static_cast<int>(max_text), static_cast<int>(max_mel),
-                                           tl.view, ml.view, layout, ws,
-                                           durations.data_ptr<int32_t>(), stream),
-             "cuda-fast walk kernel");
   MasResult result;
   if (options.want_path) {
     result.path = torch::empty({batch, max_text, max_mel}, torch::dtype(options.path_dtype).device(device));

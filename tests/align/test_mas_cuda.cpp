@@ -37,17 +37,25 @@ struct Variant {
   int fast_variant = 0;
 };
 
-// The backends and cuda-fast variants to check at this mel width (v1 is kept only for
-// 16-byte aligned rows, where it was measured).
-std::vector<Variant> gpu_variants(int64_t max_mel) {
+// The backends and cuda-fast variants to check at this shape: v1 is kept only for 16-byte
+// aligned rows, where it was measured; v4 (fused, one block per utterance) only where its
+// block fits, which holds up to T=256, S=1100 on every GPU with 227 KB of shared memory per
+// block (K=2: 145 KB there). The K4 and default entries take v4 wherever it fits, v1-v3
+// elsewhere.
+std::vector<Variant> gpu_variants(int64_t max_text, int64_t max_mel) {
   std::vector<Variant> all = {{"cuda", Backend::kCuda, 0},
+          {"cuda-fast/default", Backend::kCudaFast, 0},
           {"cuda-fast/K4", Backend::kCudaFast, 4},
           {"cuda-fast/K8", Backend::kCudaFast, 8},
           {"cuda-fast/v1", Backend::kCudaFast, 4, 1},
-          {"cuda-fast/v2", Backend::kCudaFast, 4, 2}};
+          {"cuda-fast/v2", Backend::kCudaFast, 4, 2},
+          {"cuda-fast/v4-K2", Backend::kCudaFast, 2, 4},
+          {"cuda-fast/v4-K4", Backend::kCudaFast, 4, 4}};
   std::vector<Variant> usable;
   for (const Variant& v : all) {
-    if (max_mel % 4 == 0 || v.fast_variant != 1) usable.push_back(v);
+    if (v.fast_variant == 1 && max_mel % 4 != 0) continue;
+    if (v.fast_variant == 4 && (max_text > 256 || max_mel > 1100)) continue;
+    usable.push_back(v);
   }
   return usable;
 }
@@ -67,7 +75,7 @@ void expect_same_as_cpu(const testing::RandomBatch& in, const std::string& what)
   MasOptions cpu;
   cpu.keep_input = true;
   const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-  for (const Variant& v : gpu_variants(in.logp.size(2))) {
+  for (const Variant& v : gpu_variants(in.logp.size(1), in.logp.size(2))) {
     SCOPED_TRACE(what + " " + v.name);
     const MasResult r = run(v, in);
     ASSERT_TRUE(r.path.is_cuda());
@@ -130,7 +138,7 @@ TEST_F(MasCuda, TaggedHandOverVariantIsIdenticalToCpu) {
 TEST_F(MasCuda, PathsSatisfyTheInvariants) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(24);
   auto in = random_batch(6, 300, 1300, false, gen);
-  for (const Variant& v : gpu_variants(in.logp.size(2))) {
+  for (const Variant& v : gpu_variants(in.logp.size(1), in.logp.size(2))) {
     SCOPED_TRACE(v.name);
     const MasResult r = run(v, in);
     const torch::Tensor path = r.path.cpu(), durations = r.durations.cpu();
@@ -170,7 +178,7 @@ TEST_F(MasCuda, HalfPrecisionInputsAndPathDtypes) {
     const torch::Tensor low = in.logp.to(dtype);
     MasOptions cpu;
     const MasResult ref = maximum_path(low, in.text_lengths, in.mel_lengths, cpu);
-    for (const Variant& v : gpu_variants(in.logp.size(2))) {
+    for (const Variant& v : gpu_variants(in.logp.size(1), in.logp.size(2))) {
       MasOptions o;
       o.backend = v.backend;
       o.fast_rows_per_lane = v.rows_per_lane;
@@ -190,7 +198,7 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
   MasOptions cpu;
   cpu.keep_input = true;
   const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-  for (const Variant& v : gpu_variants(in.logp.size(2))) {
+  for (const Variant& v : gpu_variants(in.logp.size(1), in.logp.size(2))) {
     for (auto dtype : {torch::kUInt8, torch::kFloat16, torch::kInt64, torch::kInt32}) {
       MasOptions o;
       o.backend = v.backend;
@@ -239,10 +247,38 @@ TEST_F(MasCuda, RejectsUnknownTuningOptions) {
   EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
   o.fast_variant = 9;
   EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
+  o.fast_variant = 2;
+  o.fast_rows_per_lane = 2;  // K=2 exists for v4 only
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
+  o.fast_variant = 4;  // v4 needs one block per utterance: not at T=4096 (33 warps)
+  auto long_in = random_batch(1, 4096, 4100, false, gen);
+  EXPECT_THROW(maximum_path(long_in.logp.cuda(), long_in.text_lengths, long_in.mel_lengths, o), UserError);
+}
+
+TEST_F(MasCuda, FusedVariantIsIdenticalToCpuAcrossWarpCounts) {
+  // v4 with 1 to 8 warps per utterance (K=2: 64 text rows per warp), padded and full lengths.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(31);
+  for (auto s : std::vector<std::array<int64_t, 3>>{{7, 64, 300}, {5, 65, 66}, {6, 250, 1000},
+                                                     {4, 300, 301}, {3, 400, 420}, {9, 180, 1001}}) {
+    for (bool exact : {true, false}) {
+      auto in = random_batch(s[0], s[1], s[2], exact, gen);
+      MasOptions cpu;
+      cpu.keep_input = true;
+      const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
+      MasOptions o;
+      o.backend = Backend::kCudaFast;
+      o.fast_variant = 4;
+      o.fast_rows_per_lane = 2;
+      poison_gpu_memory(2 * in.logp.numel() * 4);
+      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
+      ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << "T=" << s[1] << " S=" << s[2];
+      ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << "T=" << s[1] << " S=" << s[2];
+    }
+  }
 }
 
 TEST_F(MasCuda, ReportsBadLengthsAndNonFiniteValues) {
-  for (const Variant& v : gpu_variants(300)) {
+  for (const Variant& v : gpu_variants(40, 300)) {
     SCOPED_TRACE(v.name);
     const torch::Tensor logp = torch::zeros({3, 40, 300});
     const auto ok_t = torch::tensor({40, 10, 5}), ok_s = torch::tensor({300, 20, 5});

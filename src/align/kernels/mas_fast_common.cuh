@@ -10,6 +10,19 @@ namespace monoflow::align::kernels {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// Chunk timing for dev/cuda/mas_fast.cu (built with -DMONOFLOW_MAS_TRACE only): clock64()
+// of item 0's warps at the start of each 32-column chunk, [warp][chunk]; the fused kernel
+// also marks its walk in slots kTraceChunks - 2 (start) and - 1 (end) of warp 0.
+#ifdef MONOFLOW_MAS_TRACE
+constexpr int kTraceWarps = 16, kTraceChunks = 512;
+__device__ long long mas_trace[kTraceWarps * kTraceChunks];
+#define MONOFLOW_TRACE(item, warp, slot, lane)                                                    \
+  if ((lane) == 0 && (item) == 0 && (warp) < kTraceWarps && (slot) < kTraceChunks) \
+    mas_trace[(warp) * kTraceChunks + (slot)] = clock64();
+#else
+#define MONOFLOW_TRACE(item, warp, slot, lane)
+#endif
+
 // Length of item b, int32 or int64 storage, clamped so that int arithmetic cannot overflow
 // (out-of-range values stay out of range and are rejected).
 __device__ __forceinline__ int length_at(DeviceLengths l, int b) {
@@ -42,6 +55,10 @@ __device__ __forceinline__ int load_acquire(const int* p) {
 }
 __device__ __forceinline__ void store_release(int* p, int v) {
   asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ float component(const float4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
 // Tile element (row, col) of a 32K x 32 tile: 16-byte groups of a row are XOR-swizzled by

@@ -146,10 +146,6 @@ __device__ __forceinline__ void virtual_boundary(float (&f)[36], int y0, float n
   for (int k = 0; k < 36; ++k) f[k] = (k == 3 && y0 == 0) ? 0.0f : neg_inf;
 }
 
-__device__ __forceinline__ float component(const float4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
 // One column step for this lane's K rows (see the file comment). `mask` is the bit of
 // column y in the 32-column word, `x` this lane's first row (MASKED only).
 template <int K, bool MASKED>
@@ -230,6 +226,7 @@ __global__ void __launch_bounds__(32) forward_v1(const float* __restrict__ logp,
     cp_async_commit();
   }
   for (int i = 0; i < t.chunks; ++i) {
+    MONOFLOW_TRACE(t.b, t.w, i, lane)
     const int y0 = t.y_first + 32 * i;
     if (i + kStages - 1 < t.chunks) {
       load_tile<K, VEC>(tiles + ((i + kStages - 1) % kStages) * kTile, t.item, max_mel, t.x0,
@@ -418,6 +415,7 @@ __global__ void __launch_bounds__(32) forward_v2(const float* __restrict__ logp,
   }
 #pragma unroll 1
   for (int i = 0; i < t.chunks; ++i) {
+    MONOFLOW_TRACE(t.b, t.w, i, lane)
     const int y0 = t.y_first + 32 * i;
     if (i + kStages - 1 < t.chunks) {
       load_tile<K, VEC>(tiles + ((i + kStages - 1) % kStages) * kTile, t.item, max_mel, t.x0,

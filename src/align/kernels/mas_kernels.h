@@ -54,6 +54,17 @@ cudaError_t launch_fast_mas_forward(const float* logp, int max_text, int max_mel
                                     float neg_inf, const FastMasLayout& layout, int32_t* workspace,
                                     int variant, cudaStream_t stream);
 
+// v4 (mas_fast_fused.cu): forward pass and walk in one launch, one block per utterance,
+// for K = 2 or 4 and up to 8 warps per utterance. Shared memory bytes a block needs, or -1
+// when v4 does not apply to the layout; the launcher returns cudaErrorInvalidValue when the
+// block does not fit the device. Writes durations, the workspace's starts and flags; uses
+// nothing else of the workspace (the flags must be zeroed before).
+int64_t fast_mas_fused_smem(const FastMasLayout& layout);
+cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
+                                  DeviceLengths text_lengths, DeviceLengths mel_lengths,
+                                  float neg_inf, const FastMasLayout& layout, int32_t* workspace,
+                                  int* durations, cudaStream_t stream);
+
 // Backtracking over the bits (mas_fast_walk.cu), one warp per utterance: durations[b][x]
 // ([B, T], zero for padded tokens) and the workspace's starts.
 cudaError_t launch_fast_mas_walk(int max_text, int max_mel, DeviceLengths text_lengths,

@@ -1,0 +1,313 @@
+// `cuda-fast` v4: forward pass and walk fused, one thread block per utterance.
+//
+// What v4 changes against v1-v3 (mas_fast_forward.cu), each from an ncu profile of v1 at the
+// training batch (B=32, T<=180, S<=1000; H100, 2026-11-22: 96 cycles per column step, one
+// instruction issued every 2.5 cycles):
+// - The W warps of an utterance form one block and hand their last rows over through shared
+//   memory, ordered by CTA-scope release/acquire. v1-v3 used global memory with GPU-scope
+//   acquire loads (each an L1 invalidation, CCTL.IVALL) and a fence per published chunk
+//   (ERRBAR): 15% of the samples.
+// - Tile loads: a precomputed source pointer per lane and only rows inside the text length,
+//   about 4 instructions per 16-byte copy. v1's per-copy length tests were 30% of all
+//   instructions executed.
+// - The column step has no per-cell branches or index tests outside the band's edges:
+//   logp cells outside the band are replaced by 0 in the edge chunks, which keeps the
+//   scores above the diagonal exactly neg_inf (neg_inf + 0 and max(neg_inf, neg_inf)), so the
+//   diagonal needs no special case; the walk steps down at the diagonal itself, as the
+//   original backtracking does. Decisions shift into a 32-bit word (one bit per column) with
+//   no per-column bit position, so the 32-column chunk is a rolled loop of 4-column groups.
+// - Decision bits stay in shared memory and the block's first warp walks them right after
+//   the forward pass: no second launch, no global round trip of the bits.
+// Applies when the block's shared memory fits (fast_mas_fused_smem); otherwise v1-v3 run.
+#include "align/kernels/mas_fast_common.cuh"
+
+namespace monoflow::align::kernels {
+namespace {
+
+constexpr int kFusedStages = 3;  // tile stages in flight per warp
+constexpr int kMaxFusedWarps = 8;
+
+struct FusedSmem {
+  int row_len;          // floats per boundary row
+  int64_t brow_offset;  // floats: W boundary rows (row w: what warp w reads, column y at y)
+  int64_t bits_offset;  // uint32 [mel_blocks][padded_text]
+  int64_t tile_offset;  // floats: [W][kFusedStages][32K x 32]
+  int64_t bytes;
+};
+
+__host__ __device__ inline FusedSmem fused_smem(const FastMasLayout& l) {
+  FusedSmem s;
+  const int K = l.rows_per_lane, W = l.warps_per_item;
+  s.row_len = (l.mel_blocks + 2) * 32;
+  s.brow_offset = kMaxFusedWarps;  // after the progress counters (ints)
+  s.bits_offset = s.brow_offset + static_cast<int64_t>(W) * s.row_len;
+  s.tile_offset = (s.bits_offset + static_cast<int64_t>(l.mel_blocks) * l.padded_text + 3) / 4 * 4;
+  s.bytes = 4 * (s.tile_offset + static_cast<int64_t>(W) * kFusedStages * 32 * K * 32);
+  return s;
+}
+
+__device__ __forceinline__ int ld_acquire_cta(const int* p) {
+  int v;
+  asm volatile("ld.acquire.cta.shared::cta.s32 %0, [%1];\n"
+               : "=r"(v) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_cta(int* p, int v) {
+  asm volatile("st.release.cta.shared::cta.s32 [%0], %1;\n"
+               ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v) : "memory");
+}
+
+// Copies rows [x0, x0 + rows) x columns [y0, y0 + 32) of the item into a 32K x 32 tile
+// (layout: tile_index<K>). `warp_src` points at (x0, 0). VEC=4: 16-byte copies, 8 lanes per
+// 128-byte row segment (rows 16-byte aligned); VEC=1: 4-byte copies, a warp per row. Columns
+// from mel_len on are zero-filled; rows from `rows` on are left as they are (garbage rows
+// below the text length never reach a valid row).
+template <int K, int VEC>
+__device__ __forceinline__ void fused_load_tile(float* tile, const float* warp_src, int max_mel,
+                                                int rows, int mel_len, int y0, int lane) {
+  if constexpr (VEC == 4) {
+    const int sub = lane >> 3, col = (lane & 7) * 4;
+    const int bytes = 4 * max(0, min(4, mel_len - (y0 + col)));
+    // Nothing is read when bytes == 0; the address stays a valid one.
+    const float* src = warp_src + static_cast<int64_t>(sub) * max_mel + (bytes ? y0 + col : 0);
+    const int64_t stride4 = 4 * static_cast<int64_t>(max_mel);
+    if (rows == 32 * K) {  // every warp but an utterance's last: no per-row test
+#pragma unroll 8
+      for (int it = 0; it < 8 * K; ++it) {
+        cp_async16(tile + tile_index<K>(it * 4 + sub, col), src + it * stride4, bytes);
+      }
+    } else {
+      const int its = (rows - sub + 3) >> 2;  // this lane's rows below `rows`
+#pragma unroll 4
+      for (int it = 0; it < its; ++it) cp_async16(tile + tile_index<K>(it * 4 + sub, col), src + it * stride4, bytes);
+    }
+  } else {
+    const int bytes = y0 + lane < mel_len ? 4 : 0;
+    const float* src = warp_src + (bytes ? y0 + lane : 0);
+#pragma unroll 8
+    for (int row = 0; row < rows; ++row, src += max_mel) cp_async4(tile + tile_index<K>(row, lane), src, bytes);
+  }
+}
+
+// Sets `bit` in `word` when the path through this cell comes from the diagonal (diag >
+// stay): a compare and a predicated or, two instructions.
+__device__ __forceinline__ void mark_diagonal(uint32_t& word, float diag, float stay, uint32_t bit) {
+  asm("{\n .reg .pred p;\n setp.gt.f32 p, %1, %2;\n @p or.b32 %0, %0, %3;\n}"
+      : "+r"(word) : "f"(diag), "f"(stay), "r"(bit));
+}
+
+// One 32-column chunk, fully unrolled and free of branches: every lane reads the row above
+// (a broadcast; lane 31 sends it down), then per column one shuffle and, per row, a
+// compare, a max, an add and the non-finite check. EDGE chunks also replace logp outside
+// the band by 0 (see the file comment).
+template <int K, bool EDGE>
+__device__ __forceinline__ void fused_chunk(const float* tile, const float* up_row, float& carry,
+                                            float* my_row, bool publish, float (&q)[K],
+                                            uint32_t (&word)[K], float (&check)[K], int lane,
+                                            int src_lane, int x, int y0, int band_width) {
+#pragma unroll
+  for (int g = 0; g < 8; ++g) {
+    const int y = y0 + 4 * g;
+    float4 v[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      v[j] = *reinterpret_cast<const float4*>(tile + (lane * K + j) * 32 + (((g ^ lane) & 7) << 2));
+    }
+    const float4 u = *reinterpret_cast<const float4*>(up_row + y);  // columns y .. y+3
+    const float4 up = make_float4(carry, u.x, u.y, u.z);            // the row above at y-1 .. y+2
+    carry = u.w;
+    float out[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float send = lane == 31 ? component(up, c) : q[K - 1];
+      const float from_above = __shfl_sync(kFullMask, send, src_lane);
+      const int offset = y + c - x;  // column minus this lane's first row
+#pragma unroll
+      for (int j = K - 1; j >= 0; --j) {  // last row first: q[j-1] still holds column y+c-1
+        float val = component(v[j], c);
+        if constexpr (EDGE) {
+          if (static_cast<unsigned>(offset - j) > static_cast<unsigned>(band_width)) val = 0.0f;
+        }
+        const float stay = q[j];
+        const float diag = j ? q[j - 1] : from_above;
+        mark_diagonal(word[j], diag, stay, 1u << (4 * g + c));
+        q[j] = fmaxf(stay, diag) + val;
+        check[j] = fmaf(val, 0.0f, check[j]);  // stays 0 unless val is inf or nan
+      }
+      out[c] = q[K - 1];
+    }
+    if (publish && lane == 31) *reinterpret_cast<float4*>(my_row + y) = make_float4(out[0], out[1], out[2], out[3]);
+  }
+}
+
+template <int K, int VEC>
+__global__ void __launch_bounds__(32 * kMaxFusedWarps)
+    fused_v4(const float* __restrict__ logp, int max_text, int max_mel, DeviceLengths text_lengths,
+             DeviceLengths mel_lengths, float neg_inf, FastMasLayout layout, int32_t* ws,
+             int* __restrict__ durations) {
+  extern __shared__ __align__(16) float smem[];
+  const FusedSmem sm = fused_smem(layout);
+  int* progress = reinterpret_cast<int*>(smem);
+  uint32_t* bits = reinterpret_cast<uint32_t*>(smem + sm.bits_offset);
+  const int b = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int W = layout.warps_per_item;
+  const int text_len = length_at(text_lengths, b), mel_len = length_at(mel_lengths, b);
+  int* dur = durations + static_cast<int64_t>(b) * max_text;
+  int* first = ws + layout.starts_offset + static_cast<int64_t>(b) * max_text;
+  const bool valid = lengths_valid(text_len, mel_len, max_text, max_mel);
+  for (int x = (valid ? text_len : 0) + threadIdx.x; x < max_text; x += blockDim.x) dur[x] = 0, first[x] = 0;
+  if (!valid) {
+    if (threadIdx.x == 0) atomicMax(&ws[0], layout.batch - b);
+    return;
+  }
+  if (threadIdx.x < kMaxFusedWarps) progress[threadIdx.x] = 0;
+  // Row 0 is the first warp's virtual row above: Q[-1][y] = neg_inf (Q[-1][-1] = 0 is its
+  // initial carry).
+  for (int y = threadIdx.x; y < sm.row_len; y += blockDim.x) smem[sm.brow_offset + y] = neg_inf;
+  __syncthreads();
+
+  const int x0 = warp * 32 * K;
+  if (x0 < text_len) {
+    const int band_width = mel_len - text_len;
+    const int rows = min(32 * K, text_len - x0);
+    const int chunks = (band_width + x0 + rows - 1 - x0 + 32) / 32;
+    const int up_last = band_width + x0 - 1;  // the previous warp's last band column
+    const bool publish = warp + 1 < W && x0 + 32 * K < text_len;
+    const float* up_row = smem + sm.brow_offset + static_cast<int64_t>(warp) * sm.row_len;
+    float* my_row = smem + sm.brow_offset + static_cast<int64_t>(warp + 1) * sm.row_len;
+    float* tiles = smem + sm.tile_offset + static_cast<int64_t>(warp) * kFusedStages * 32 * K * 32;
+    const float* item = logp + static_cast<int64_t>(b) * max_text * max_mel;
+    const float* warp_src = item + static_cast<int64_t>(x0) * max_mel;
+    const int x = x0 + lane * K, src_lane = (lane + 31) & 31;
+
+    float q[K], check[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) q[j] = neg_inf, check[j] = 0.0f;
+    float carry = 0.0f;  // the row above at column y0-1 of the next chunk: Q[-1][-1] = 0 for warp 0
+    constexpr int kTile = 32 * K * 32;
+#pragma unroll 1
+    for (int s = 0; s < kFusedStages - 1; ++s) {
+      const int y = x0 + 32 * s;
+      if (s < chunks) fused_load_tile<K, VEC>(tiles + s * kTile, warp_src, max_mel, rows, mel_len, y, lane);
+      cp_async_commit();
+    }
+    int polls = 0;
+#pragma unroll 1
+    for (int i = 0; i < chunks; ++i) {
+      MONOFLOW_TRACE(b, warp, i, lane)
+      const int y0 = x0 + 32 * i;
+      if (i + kFusedStages - 1 < chunks) {
+        const int y = y0 + 32 * (kFusedStages - 1);
+        fused_load_tile<K, VEC>(tiles + ((i + kFusedStages - 1) % kFusedStages) * kTile, warp_src,
+                                max_mel, rows, mel_len, y, lane);
+      }
+      cp_async_commit();
+      if (warp > 0) {  // wait for the previous warp's columns y0-1 .. y0+30
+        if (lane == 0) {
+          const int need = min(y0 + 31, up_last + 1);
+          while (ld_acquire_cta(progress + warp - 1) < need) {
+            if (++polls == (1 << 22)) {
+              atomicExch(ws + 2, 1);
+              break;
+            }
+          }
+        }
+        __syncwarp();
+        if (i == 0) carry = up_row[y0 - 1];
+      }
+      cp_async_wait<kFusedStages - 1>();
+      __syncwarp();
+      MONOFLOW_TRACE(b, warp, 256 + i, lane)
+      uint32_t word[K];
+#pragma unroll
+      for (int j = 0; j < K; ++j) word[j] = 0;
+      const float* tile = tiles + (i % kFusedStages) * kTile;
+      if (y0 >= x0 + 32 * K && y0 + 31 <= band_width + x0) {
+        fused_chunk<K, false>(tile, up_row, carry, my_row, publish, q, word, check, lane, src_lane,
+                              x, y0, band_width);
+      } else {
+        fused_chunk<K, true>(tile, up_row, carry, my_row, publish, q, word, check, lane, src_lane,
+                             x, y0, band_width);
+      }
+      uint32_t* dst = bits + static_cast<int64_t>(y0 >> 5) * layout.padded_text + x;
+#pragma unroll
+      for (int j = 0; j < K; ++j) dst[j] = word[j];
+      if (publish && lane == 31) st_release_cta(progress + warp, y0 + 32);
+      __syncwarp();  // the tile stage is refilled next iteration
+    }
+    float bad = 0.0f;
+#pragma unroll
+    for (int j = 0; j < K; ++j) bad += x + j < text_len ? check[j] : 0.0f;
+    if (bad != 0.0f) atomicMax(&ws[1], layout.batch - b);
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+
+  // Backtracking (one thread): in row idx the path steps down at the last column c <= y with
+  // a set bit, or at c = idx (the diagonal) if none: the original's rule. The words the next
+  // step can need (row idx-1 in this block and the one to its left, row idx to the left) are
+  // loaded before this step resolves, so a step waits on no shared-memory load.
+  MONOFLOW_TRACE(b, 0, kTraceChunks - 2, 0)
+  const int P = layout.padded_text;
+  int idx = text_len - 1, y = mel_len - 1, run_end = y, blk = y >> 5;
+  uint32_t cur = bits[blk * P + idx];
+  while (idx > 0) {
+    const int left = max(blk - 1, 0);
+    const uint32_t down_here = bits[blk * P + idx - 1], down_left = bits[left * P + idx - 1];
+    const uint32_t here_left = bits[left * P + idx];
+    // Bits below the diagonal are 0 (both scores there are exactly neg_inf); the diagonal's
+    // own bit is forced.
+    const uint32_t diagonal = static_cast<uint32_t>(blk == (idx >> 5)) << (idx & 31);
+    const uint32_t mask = (cur & (0xffffffffu >> (31 - (y & 31)))) | diagonal;
+    const int p = (blk << 5) + 31 - __clz(mask);
+    // Written on every step: a row's last write is the one that finds its step.
+    dur[idx] = run_end - p + 1, first[idx] = p;
+    if (mask) {
+      --idx;
+      y = run_end = p - 1;
+      cur = (y >> 5) == blk ? down_here : down_left;
+    } else {
+      y = (blk << 5) - 1;
+      cur = here_left;
+    }
+    blk = y >> 5;
+  }
+  dur[0] = run_end + 1, first[0] = 0;
+  MONOFLOW_TRACE(b, 0, kTraceChunks - 1, 0)
+}
+
+}  // namespace
+
+int64_t fast_mas_fused_smem(const FastMasLayout& layout) {
+  if (layout.warps_per_item > kMaxFusedWarps || (layout.rows_per_lane != 2 && layout.rows_per_lane != 4)) {
+    return -1;
+  }
+  return fused_smem(layout).bytes;
+}
+
+cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
+                                  DeviceLengths text_lengths, DeviceLengths mel_lengths,
+                                  float neg_inf, const FastMasLayout& layout, int32_t* workspace,
+                                  int* durations, cudaStream_t stream) {
+  if (layout.batch == 0) return cudaSuccess;
+  const int64_t bytes = fast_mas_fused_smem(layout);
+  int device = 0, limit = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  if (bytes < 0 || bytes > limit) return cudaErrorInvalidValue;
+  const dim3 grid(layout.batch), block(32 * layout.warps_per_item);
+  const int smem = static_cast<int>(bytes);
+  const bool vec4 = max_mel % 4 == 0 && reinterpret_cast<uintptr_t>(logp) % 16 == 0;
+  auto go = [&](auto kernel) {
+    cudaError_t set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (set != cudaSuccess) return set;
+    kernel<<<grid, block, smem, stream>>>(logp, max_text, max_mel, text_lengths, mel_lengths, neg_inf,
+                                          layout, workspace, durations);
+    return cudaGetLastError();
+  };
+  if (layout.rows_per_lane == 2) return vec4 ? go(fused_v4<2, 4>) : go(fused_v4<2, 1>);
+  return vec4 ? go(fused_v4<4, 4>) : go(fused_v4<4, 1>);
+}
+
+}  // namespace monoflow::align::kernels
