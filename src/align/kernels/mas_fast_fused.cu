@@ -19,6 +19,17 @@
 // - Decision bits stay in shared memory and the block's first warp walks them right after
 //   the forward pass: no second launch, no global round trip of the bits.
 // Applies when the block's shared memory fits (fast_mas_fused_smem); otherwise v1-v3 run.
+// Tried and dropped (dev/cuda/mas_fast.cu, H100, training batch, K=2):
+// - One bulk copy (TMA, cp.async.bulk) per 128-byte tile row instead of 16-byte cp.async: a
+//   tile then took about 4,100 cycles to arrive per chunk against a 2,000-cycle chunk (the
+//   copy engine handles such small copies slowly); forward 64 -> 115 us.
+// - The next tile's cp.async spread over the chunk's column groups instead of one burst
+//   (each copy stalls the warp's issue for about 40 cycles either way): the chunk grew from
+//   about 2,000 to 2,300 cycles; forward 64 -> 73 us.
+// - A walk that loads the three words a next step can need ahead of time: no faster (about
+//   140 cycles per step either way); the walk is bound by its memory instructions' issue
+//   (about 40 cycles each from one thread), so the kept walk has one load and one store per
+//   step.
 #include "align/kernels/mas_fast_common.cuh"
 
 namespace monoflow::align::kernels {
@@ -31,6 +42,7 @@ struct FusedSmem {
   int row_len;          // floats per boundary row
   int64_t brow_offset;  // floats: W boundary rows (row w: what warp w reads, column y at y)
   int64_t bits_offset;  // uint32 [mel_blocks][padded_text]
+  int64_t walk_offset;  // int2 [padded_text]: (frames, first frame) per token from the walk
   int64_t tile_offset;  // floats: [W][kFusedStages][32K x 32]
   int64_t bytes;
 };
@@ -41,7 +53,8 @@ __host__ __device__ inline FusedSmem fused_smem(const FastMasLayout& l) {
   s.row_len = (l.mel_blocks + 2) * 32;
   s.brow_offset = kMaxFusedWarps;  // after the progress counters (ints)
   s.bits_offset = s.brow_offset + static_cast<int64_t>(W) * s.row_len;
-  s.tile_offset = (s.bits_offset + static_cast<int64_t>(l.mel_blocks) * l.padded_text + 3) / 4 * 4;
+  s.walk_offset = (s.bits_offset + static_cast<int64_t>(l.mel_blocks) * l.padded_text + 1) / 2 * 2;
+  s.tile_offset = (s.walk_offset + 2 * static_cast<int64_t>(l.padded_text) + 3) / 4 * 4;
   s.bytes = 4 * (s.tile_offset + static_cast<int64_t>(W) * kFusedStages * 32 * K * 32);
   return s;
 }
@@ -241,39 +254,36 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
     if (bad != 0.0f) atomicMax(&ws[1], layout.batch - b);
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-
-  // Backtracking (one thread): in row idx the path steps down at the last column c <= y with
-  // a set bit, or at c = idx (the diagonal) if none: the original's rule. The words the next
-  // step can need (row idx-1 in this block and the one to its left, row idx to the left) are
-  // loaded before this step resolves, so a step waits on no shared-memory load.
-  MONOFLOW_TRACE(b, 0, kTraceChunks - 2, 0)
-  const int P = layout.padded_text;
-  int idx = text_len - 1, y = mel_len - 1, run_end = y, blk = y >> 5;
-  uint32_t cur = bits[blk * P + idx];
-  while (idx > 0) {
-    const int left = max(blk - 1, 0);
-    const uint32_t down_here = bits[blk * P + idx - 1], down_left = bits[left * P + idx - 1];
-    const uint32_t here_left = bits[left * P + idx];
-    // Bits below the diagonal are 0 (both scores there are exactly neg_inf); the diagonal's
-    // own bit is forced.
-    const uint32_t diagonal = static_cast<uint32_t>(blk == (idx >> 5)) << (idx & 31);
-    const uint32_t mask = (cur & (0xffffffffu >> (31 - (y & 31)))) | diagonal;
-    const int p = (blk << 5) + 31 - __clz(mask);
-    // Written on every step: a row's last write is the one that finds its step.
-    dur[idx] = run_end - p + 1, first[idx] = p;
-    if (mask) {
-      --idx;
-      y = run_end = p - 1;
-      cur = (y >> 5) == blk ? down_here : down_left;
-    } else {
-      y = (blk << 5) - 1;
-      cur = here_left;
+  int2* walk = reinterpret_cast<int2*>(smem + sm.walk_offset);
+  if (threadIdx.x == 0) {
+    // Backtracking (one thread): in row idx the path steps down at the last column c <= y
+    // with a set bit, or at c = idx (the diagonal) if none: the original's rule. One
+    // shared-memory load and one store per step (see the file comment).
+    MONOFLOW_TRACE(b, 0, kTraceChunks - 2, 0)
+    const int P = layout.padded_text;
+    int idx = text_len - 1, y = mel_len - 1, run_end = y;
+    while (idx > 0) {
+      const int blk = y >> 5;
+      // Bits below the diagonal are 0 (both scores there are exactly neg_inf); the
+      // diagonal's own bit is forced. Shifted so that column y is the top bit: the last
+      // candidate at or below y is the highest set bit, clz columns before y.
+      const uint32_t diagonal = static_cast<uint32_t>(blk == (idx >> 5)) << (idx & 31);
+      const uint32_t mask = (bits[blk * P + idx] | diagonal) << ((y & 31) ^ 31);
+      const int p = y - __clz(mask);
+      walk[idx] = make_int2(run_end - p + 1, p);  // rewritten until the step is found
+      const bool found = mask != 0;
+      y = found ? p - 1 : (blk << 5) - 1;
+      run_end = found ? p - 1 : run_end;
+      idx -= found;
     }
-    blk = y >> 5;
+    walk[0] = make_int2(run_end + 1, 0);
+    MONOFLOW_TRACE(b, 0, kTraceChunks - 1, 0)
   }
-  dur[0] = run_end + 1, first[0] = 0;
-  MONOFLOW_TRACE(b, 0, kTraceChunks - 1, 0)
+  __syncthreads();
+  for (int x = threadIdx.x; x < text_len; x += blockDim.x) {
+    const int2 w = walk[x];
+    dur[x] = w.x, first[x] = w.y;
+  }
 }
 
 }  // namespace
