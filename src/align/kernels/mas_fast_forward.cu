@@ -30,6 +30,9 @@
 //      in-flight tile loads). First GPU run hung: the polling loads were plain and got hoisted;
 //      now volatile and bounded. 1.88 / 0.153 ms (K=4): the fence was a real part of the
 //      column step at long T; the default from T >= 512.
+//   v4 (mas_fast_fused.cu): forward and walk fused in one block per utterance; the default
+//      wherever its block fits in shared memory (mas_cuda.cpp tries it first): training batch
+//      0.089 ms. These kernels serve the longer utterances.
 // Rows per lane: K=4 gives twice the warps of K=8 and a column step half as long; K=4 was
 // faster at every measured point. VEC=4: 16-byte copies (S % 4 == 0); VEC=1: 4-byte fallback.
 #include "align/kernels/mas_fast_common.cuh"
