@@ -5,8 +5,10 @@
 // (resets, forward, walk). No torch: it builds in seconds with nvcc, for quick iteration on
 // the GPU machine.
 //
+//   build/bin/mas_fast_dev (built with the project where CUDA is enabled), or by hand:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc dev/cuda/mas_fast.cu -o mas_fast
 //   ./mas_fast [--shape training|B,T,S] [--variants 1,2,3,4] [--k 2|4|8] [--repeats N] [--seed N]
+// (v1 needs K=4 and S % 4 == 0, v2/v3 K=4 or 8, v4 K=2 or 4 and a block that fits.)
 //
 // Built with -DMONOFLOW_MAS_TRACE it also prints clock64() cycles per 32-column chunk of
 // item 0 (mas_fast_common.cuh), which splits a column step's cost by chunk kind.
