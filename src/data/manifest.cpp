@@ -57,40 +57,45 @@ std::ifstream open_text(const std::string& path, const std::string& hint) {
   return in;
 }
 
-}  // namespace
-
-std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& bad) {
-  const std::string meta = (fs::path(dataset_dir) / "metadata.csv").string();
-  std::ifstream in = open_text(meta, "an LJSpeech folder needs metadata.csv (id|raw|normalized)");
-  std::vector<Utterance> out;
+// Calls record(fields, line) for every non-blank line of `in`, split at '|' into `fields`
+// fields (the last keeps any further '|'); a line with fewer goes to `bad`, which names
+// `expected`. CRLF files read like LF ones.
+template <typename Record>
+void for_each_record(std::istream& in, const std::string& file, size_t fields,
+                     const std::string& expected, BadLines& bad, Record record) {
   std::string line;
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
-    auto f = split_pipes(line, 3);
-    if (f.size() < 3) {
-      bad.report(meta, n, "expected 3 '|'-separated fields (id|raw|normalized), found " +
-                              std::to_string(f.size()));
+    const std::vector<std::string> f = split_pipes(line, fields);
+    if (f.size() < fields) {
+      bad.report(file, n, "expected " + std::to_string(fields) + " '|'-separated fields (" + expected +
+                              "), found " + std::to_string(f.size()));
       continue;
     }
+    record(f, n);
+  }
+}
+
+}  // namespace
+
+std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& bad) {
+  const std::string meta = (fs::path(dataset_dir) / "metadata.csv").string();
+  std::ifstream in = open_text(meta, "an LJSpeech folder needs metadata.csv (id|raw|normalized)");
+  std::vector<Utterance> out;
+  for_each_record(in, meta, 3, "id|raw|normalized", bad, [&](const std::vector<std::string>& f, int n) {
     Utterance u;
     u.id = trim(f[0]);
     u.text = trim(f[2]);
-    if (u.id.empty()) {
-      bad.report(meta, n, "empty id");
-      continue;
-    }
-    if (u.text.empty()) {
-      bad.report(meta, n, "empty normalized text");
-      continue;
-    }
+    if (u.id.empty()) return bad.report(meta, n, "empty id");
+    if (u.text.empty()) return bad.report(meta, n, "empty normalized text");
     u.audio_path = (fs::path(dataset_dir) / "wavs" / (u.id + ".wav")).string();
     u.source = meta;
     u.line = n;
     out.push_back(std::move(u));
-  }
+  });
   return out;
 }
 
@@ -99,44 +104,23 @@ std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker
                                      BadLines& bad) {
   std::ifstream in = open_text(path, multi_speaker ? "expected a filelist path|speaker|text"
                                                    : "expected a filelist path|text");
-  const size_t want = multi_speaker ? 3 : 2;
   std::vector<Utterance> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (trim(line).empty()) continue;
-    auto f = split_pipes(line, want);
-    if (f.size() < want) {
-      bad.report(path, n,
-                 std::string("expected ") + (multi_speaker ? "path|speaker|text" : "path|text") +
-                     ", found " + std::to_string(f.size()) + " field(s)");
-      continue;
-    }
+  for_each_record(in, path, multi_speaker ? 3 : 2, multi_speaker ? "path|speaker|text" : "path|text", bad,
+                  [&](const std::vector<std::string>& f, int n) {
     Utterance u;
     const std::string audio = trim(f[0]);
     u.text = trim(f.back());
-    if (audio.empty()) {
-      bad.report(path, n, "empty audio path");
-      continue;
-    }
-    if (u.text.empty()) {
-      bad.report(path, n, "empty text");
-      continue;
-    }
+    if (audio.empty()) return bad.report(path, n, "empty audio path");
+    if (u.text.empty()) return bad.report(path, n, "empty text");
     if (multi_speaker) {
       const std::string sp = trim(f[1]);
       char* end = nullptr;
       const long long v = sp.empty() ? -1 : std::strtoll(sp.c_str(), &end, 10);
       if (sp.empty() || *end != '\0' || v < 0) {
-        bad.report(path, n, "speaker '" + sp + "' is not a non-negative integer");
-        continue;
+        return bad.report(path, n, "speaker '" + sp + "' is not a non-negative integer");
       }
       if (n_speakers > 0 && v >= n_speakers) {
-        bad.report(path, n, "speaker " + sp + " >= data.n_speakers (" +
-                                std::to_string(n_speakers) + ")");
-        continue;
+        return bad.report(path, n, "speaker " + sp + " >= data.n_speakers (" + std::to_string(n_speakers) + ")");
       }
       u.speaker = v;
     }
@@ -147,7 +131,7 @@ std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker
     u.source = path;
     u.line = n;
     out.push_back(std::move(u));
-  }
+  });
   return out;
 }
 

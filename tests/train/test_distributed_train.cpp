@@ -2,6 +2,9 @@
 // step on the concatenated batch, and two `train` processes started by scripts/launch.sh end
 // with identical weights, one writer of metrics and checkpoints, and finite losses.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -32,7 +35,25 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // A port of its own for each test of each process (parallel ctest runs, other suites).
-int free_port(int offset) { return 20000 + static_cast<int>(::getpid() % 20000) + offset; }
+// A port no other process listens on now: the kernel's pick for a socket bound to port 0.
+// (Ports made from the pid collided when ctest ran two of these tests at once: neighbouring
+// pids plus different offsets gave the same port.)
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t size = sizeof address;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
 
 models::GlowTTS tiny_model(const Config& c) {
   const text::TextProcessor tp(text_options(c));
@@ -112,7 +133,7 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   ASSERT_TRUE(ref.finite);
 
   std::vector<StepResult> results(2);
-  on_two_gloo_ranks(free_port(0), [&](int rank, Distributed& group) {
+  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
     torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
     StepOptions so;
     so.distributed = &group;
@@ -164,7 +185,7 @@ TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
     for (const auto& p : ranks[r]->parameters()) before[r].push_back(p.detach().clone());
   }
   std::vector<int> finite(2, -1);
-  on_two_gloo_ranks(free_port(1), [&](int rank, Distributed& group) {
+  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
     torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
     StepOptions so;
     so.distributed = &group;
@@ -200,7 +221,7 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
     y << testing::tiny_config_yaml(corpus, run_dir, 4);
   }
   const std::string launch = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/launch.sh";
-  const std::string command = "MASTER_PORT=" + std::to_string(free_port(2)) +
+  const std::string command = "MASTER_PORT=" + std::to_string(free_port()) +
                               " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " +
                               MONOFLOW_TRAIN_EXE + " --config " + (dir / "tiny.yaml") +
                               " --set data.num_workers=1 2>&1";
@@ -241,7 +262,7 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   EXPECT_EQ(lines, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
 
   // Both ranks resume from rank 0's checkpoint and still agree two steps later.
-  const std::string resume = "MASTER_PORT=" + std::to_string(free_port(4)) +
+  const std::string resume = "MASTER_PORT=" + std::to_string(free_port()) +
                              " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " + MONOFLOW_TRAIN_EXE +
                              " --config " + (dir / "tiny.yaml") + " --set data.num_workers=1 --max-steps 6 --resume 2>&1";
   const std::string out2 = testing::run_command(resume, &status);
@@ -268,7 +289,7 @@ TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
     std::ofstream y(dir / "tiny.yaml");
     y << testing::tiny_config_yaml(corpus, run_dir, 1000);
   }
-  std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port(3)) +
+  std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) +
                     " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1";
   const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
                             " --set data.num_workers=1 --set train.val_interval=0 --set train.checkpoint_interval=1000";
