@@ -113,6 +113,22 @@ TEST_F(MasCuda, IdenticalToCpuOnLongShapes) {
   expect_same_as_cpu(random_batch(3, 2048, 8192, false, gen), "T=2048 padded");
 }
 
+// One cuda-fast kernel version with K rows per lane against the cpu backend, every element.
+void expect_version_matches_cpu(const testing::RandomBatch& in, int version, int rows_per_lane,
+                                const std::string& what) {
+  MasOptions cpu;
+  cpu.keep_input = true;
+  const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
+  MasOptions o;
+  o.backend = Backend::kCudaFast;
+  o.fast_variant = version;
+  o.fast_rows_per_lane = rows_per_lane;
+  poison_gpu_memory(2 * in.logp.numel() * 4);
+  const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
+  ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << what;
+  ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << what;
+}
+
 TEST_F(MasCuda, TaggedHandOverVariantIsIdenticalToCpu) {
   // cuda-fast v3 (hand-over through tagged 64-bit entries instead of release/acquire).
   auto gen = at::make_generator<at::CPUGeneratorImpl>(28);
@@ -120,17 +136,8 @@ TEST_F(MasCuda, TaggedHandOverVariantIsIdenticalToCpu) {
     for (auto s : std::vector<std::array<int64_t, 3>>{{5, 200, 203}, {6, 129, 517}, {32, 180, 1000},
                                                        {3, 700, 2803}, {3, 2048, 8192}}) {
       auto in = random_batch(s[0], s[1], s[2], s[1] < 1000, gen);
-      MasOptions cpu;
-      cpu.keep_input = true;
-      const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-      MasOptions o;
-      o.backend = Backend::kCudaFast;
-      o.fast_variant = 3;
-      o.fast_rows_per_lane = k;
-      poison_gpu_memory(2 * in.logp.numel() * 4);
-      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
-      ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << "K=" << k << " T=" << s[1];
-      ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << "K=" << k << " T=" << s[1];
+      expect_version_matches_cpu(in, 3, k, "K=" + std::to_string(k) + " T=" + std::to_string(s[1]));
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -262,17 +269,8 @@ TEST_F(MasCuda, FusedVariantIsIdenticalToCpuAcrossWarpCounts) {
                                                      {4, 300, 301}, {3, 400, 420}, {9, 180, 1001}}) {
     for (bool exact : {true, false}) {
       auto in = random_batch(s[0], s[1], s[2], exact, gen);
-      MasOptions cpu;
-      cpu.keep_input = true;
-      const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
-      MasOptions o;
-      o.backend = Backend::kCudaFast;
-      o.fast_variant = 4;
-      o.fast_rows_per_lane = 2;
-      poison_gpu_memory(2 * in.logp.numel() * 4);
-      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
-      ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << "T=" << s[1] << " S=" << s[2];
-      ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << "T=" << s[1] << " S=" << s[2];
+      expect_version_matches_cpu(in, 4, 2, "T=" + std::to_string(s[1]) + " S=" + std::to_string(s[2]));
+      if (HasFatalFailure()) return;
     }
   }
 }
