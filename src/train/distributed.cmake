@@ -3,7 +3,8 @@
 find_path(GLOO_INCLUDE_DIR gloo/algorithm.h)
 find_path(NCCL_INCLUDE_DIR nccl.h
           HINTS ${CUDAToolkit_INCLUDE_DIRS} "${MONOFLOW_TORCH_PREFIX}/../../../nvidia/nccl/include")
-add_library(monoflow_distributed STATIC ${CMAKE_CURRENT_LIST_DIR}/distributed.cpp)
+add_library(monoflow_distributed STATIC ${CMAKE_CURRENT_LIST_DIR}/distributed.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/gradient_reducer.cpp)
 target_include_directories(monoflow_distributed PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(monoflow_distributed PUBLIC monoflow_common ${TORCH_LIBRARIES})
 if(GLOO_INCLUDE_DIR)

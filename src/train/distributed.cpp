@@ -126,6 +126,15 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters
   }
 }
 
+std::function<void()> Distributed::start_sum(torch::Tensor flat) {
+  if (!group_) return [] {};
+  std::vector<at::Tensor> buffer{std::move(flat)};
+  c10d::AllreduceOptions sum;
+  sum.reduceOp = c10d::ReduceOp::SUM;
+  c10::intrusive_ptr<c10d::Work> work = group_->backend->allreduce(buffer, sum);
+  return [work] { work->wait(); };
+}
+
 double Distributed::average(double value) {
   if (!group_) return value;
   std::vector<at::Tensor> one{torch::tensor({value}, torch::dtype(torch::kFloat64).device(device_))};

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class Distributed {
   void broadcast(const std::vector<torch::Tensor>& tensors);
   // Replaces each defined gradient by its mean over ranks: one flat all-reduce per dtype.
   void average_gradients(const std::vector<torch::Tensor>& parameters);
+  // Starts summing `flat` over ranks, in place; the returned function waits for the result
+  // (for GradientReducer, which overlaps the sums with backward).
+  std::function<void()> start_sum(torch::Tensor flat);
   // Mean of a scalar over ranks (for logging losses).
   double average(double value);
   void barrier();

@@ -90,8 +90,11 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
     r.finite = false;
     return r;
   }
+  GradientReducer* reducer = dist != nullptr ? options.reducer : nullptr;
+  if (reducer != nullptr) reducer->prepare();
   loss.backward();
-  if (dist != nullptr) dist->average_gradients(model->parameters());
+  if (reducer != nullptr) reducer->finish();
+  else if (dist != nullptr) dist->average_gradients(model->parameters());
 
   std::vector<torch::Tensor> grads;
   for (const auto& p : model->parameters()) {

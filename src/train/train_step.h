@@ -10,6 +10,7 @@
 #include "data/batch.h"
 #include "models/glow_tts.h"
 #include "train/distributed.h"
+#include "train/gradient_reducer.h"
 
 namespace monoflow::train {
 
@@ -22,6 +23,8 @@ struct StepOptions {
   // rank skips when any rank's loss is non-finite) and the gradients are averaged over ranks
   // after backward, before the norm and clipping, so every rank makes the same update.
   Distributed* distributed = nullptr;
+  // With `distributed`: averages the gradients during backward instead of after it.
+  GradientReducer* reducer = nullptr;
 };
 
 struct StepResult {

@@ -20,6 +20,7 @@
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
+#include "train/gradient_reducer.h"
 #include "train/fused_adam.h"
 #include "train/image.h"
 #include "train/metrics_log.h"
@@ -113,6 +114,7 @@ class Trainer {
   std::unique_ptr<data::DataLoader> loader_, val_loader_;
   models::GlowTTS model_{nullptr};
   std::unique_ptr<FusedAdam> optimizer_;
+  std::unique_ptr<GradientReducer> reducer_;  // world_size > 1; its hooks go before the model
   std::unique_ptr<LrSchedule> schedule_;
   RunOutputs out_;
   StepOptions step_options_;
@@ -200,6 +202,10 @@ void Trainer::setup() {
   step_options_.bf16 = bf16_;
   step_options_.check_finite = true;
   step_options_.distributed = dist_.get();
+  if (dist_->world_size() > 1) {
+    reducer_ = std::make_unique<GradientReducer>(*dist_, model_->parameters());
+    step_options_.reducer = reducer_.get();
+  }
 }
 
 // Rank 0's parameters and buffers into every rank (after init and after DDI).
@@ -425,7 +431,8 @@ RunSummary Trainer::run() {
       std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
       std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string() +
       (dist_->world_size() > 1 ? "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() +
-                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each"
+                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each, gradients averaged in " +
+                                     std::to_string(reducer_->buckets()) + " buckets during backward"
                                : std::string()));
 
   install_stop_handlers();

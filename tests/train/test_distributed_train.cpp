@@ -25,6 +25,7 @@
 #include "train/checkpoint.h"
 #include "train/config_io.h"
 #include "train/distributed.h"
+#include "train/gradient_reducer.h"
 #include "train/options_map.h"
 #include "train/train_step.h"
 
@@ -164,6 +165,62 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   for (const auto& g : reference->parameters()) moved += g.grad().defined() && g.grad().abs().sum().item<double>() > 0;
   EXPECT_GT(compared, 10);
   EXPECT_GT(moved, 10);
+}
+
+// Averaging during backward (GradientReducer, small buckets so that there are many) gives
+// the same gradients, bit for bit, as averaging after it, and every bucket starts while
+// backward still runs (each parameter of the model gets exactly one gradient contribution).
+TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
+  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  TempDir dir;
+  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+  torch::manual_seed(17);
+  data::Batch b;
+  b.text = torch::randint(1, 20, {4, 7}, torch::kInt64);
+  b.text_lengths = torch::tensor({7, 6, 5, 7}, torch::kInt64);
+  b.mel = torch::randn({4, c.data.n_mel_channels, 28}) - 5;
+  b.mel_lengths = torch::tensor({28, 24, 20, 26}, torch::kInt64);
+  torch::manual_seed(4);
+  models::GlowTTS init = tiny_model(c);
+  // Per rank: [0] averages during backward, [1] after it.
+  std::vector<std::vector<models::GlowTTS>> models(2);
+  for (auto& pair : models) {
+    for (int k = 0; k < 2; ++k) {
+      pair.push_back(tiny_model(c));
+      copy_weights(init, pair.back());
+      pair.back()->set_ddi(false);
+      pair.back()->eval();  // no dropout: the two runs must see the same masks
+    }
+  }
+  std::vector<int> buckets(2), overlapped(2);
+  std::vector<StepResult> during(2), after(2);
+  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
+    const data::Batch mine = slice(b, 2 * rank, 2 * rank + 2);
+    GradientReducer reducer(group, models[rank][0]->parameters(), /*bucket_bytes=*/16 << 10);
+    torch::optim::SGD opt0(models[rank][0]->parameters(), torch::optim::SGDOptions(0.1));
+    StepOptions so;
+    so.distributed = &group;
+    so.reducer = &reducer;
+    during[rank] = train_step(models[rank][0], opt0, mine, 0.1, so);
+    buckets[rank] = reducer.buckets();
+    overlapped[rank] = reducer.overlapped();
+    torch::optim::SGD opt1(models[rank][1]->parameters(), torch::optim::SGDOptions(0.1));
+    so.reducer = nullptr;
+    after[rank] = train_step(models[rank][1], opt1, mine, 0.1, so);
+  });
+  if (HasFatalFailure()) return;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(during[rank].finite && after[rank].finite);
+    EXPECT_GE(buckets[rank], 10);
+    EXPECT_EQ(overlapped[rank], buckets[rank]);
+    EXPECT_EQ(during[rank].grad_norm.item<double>(), after[rank].grad_norm.item<double>());
+    const auto pa = models[rank][1]->named_parameters();
+    for (const auto& p : models[rank][0]->named_parameters()) {
+      ASSERT_TRUE(torch::equal(p.value(), pa[p.key()])) << "rank " << rank << " " << p.key();
+    }
+  }
+  const auto p1 = models[1][0]->named_parameters();
+  for (const auto& p : models[0][0]->named_parameters()) ASSERT_TRUE(torch::equal(p.value(), p1[p.key()])) << p.key();
 }
 
 // A non-finite loss on one rank makes every rank skip the update (and none hangs).
