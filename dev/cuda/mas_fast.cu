@@ -195,14 +195,15 @@ void print_trace(const Batch& b, const Device& d) {
   const int warps = std::min(d.layout.warps_per_item, monoflow::align::kernels::kTraceWarps);
   for (int w = 0; w < warps; ++w) {
     std::printf("  trace item 0 warp %d (T=%lld S=%lld): cycles per chunk:", w, b.text[0], b.mel[0]);
-    for (int c = 1; c < 256 && t[w * kTraceChunks + c] > t[w * kTraceChunks + c - 1]; ++c) {
+    for (int c = 1; c < monoflow::align::kernels::kTraceArrival && t[w * kTraceChunks + c] > t[w * kTraceChunks + c - 1]; ++c) {
       std::printf(" %lld", t[w * kTraceChunks + c] - t[w * kTraceChunks + c - 1]);
     }
     std::printf("\n");
-    if (t[w * kTraceChunks + 256] != 0) {
+    using monoflow::align::kernels::kTraceArrival;
+    if (t[w * kTraceChunks + kTraceArrival] != 0) {
       std::printf("  trace item 0 warp %d: cycles from chunk start to its tile's arrival:", w);
-      for (int c = 0; c < 256 && t[w * kTraceChunks + 256 + c] != 0; ++c) {
-        std::printf(" %lld", t[w * kTraceChunks + 256 + c] - t[w * kTraceChunks + c]);
+      for (int c = 0; c < kTraceArrival && t[w * kTraceChunks + kTraceArrival + c] != 0; ++c) {
+        std::printf(" %lld", t[w * kTraceChunks + kTraceArrival + c] - t[w * kTraceChunks + c]);
       }
       std::printf("\n");
     }

@@ -9,7 +9,6 @@
 #include <torch/cuda.h>
 
 #include <optional>
-#include <vector>
 
 #include "align/kernels/mas_kernels.h"
 #include "align/mas_checks.h"
@@ -103,9 +102,8 @@ std::optional<kernels::FastMasLayout> fused_layout_for(const MasOptions& options
                                                        int64_t max_text, int64_t max_mel) {
   if (options.fast_variant != 0 && options.fast_variant != 4) return std::nullopt;
   const int64_t limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
-  std::vector<int> candidates = {2, 4};
-  if (options.fast_rows_per_lane != 0) candidates = {options.fast_rows_per_lane};
-  for (const int k : candidates) {
+  for (const int k : {2, 4}) {
+    if (options.fast_rows_per_lane != 0 && k != options.fast_rows_per_lane) continue;
     const auto layout = kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
                                                  static_cast<int>(max_mel), k);
     const int64_t bytes = kernels::fast_mas_fused_smem(layout);

@@ -12,7 +12,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 // Chunk timing for dev/cuda/mas_fast.cu (built with -DMONOFLOW_MAS_TRACE only): clock64()
 // of item 0's warps at the start of each 32-column chunk, [warp][chunk]; the fused kernel
-// also marks its walk in slots kTraceChunks - 2 (start) and - 1 (end) of warp 0.
+// also marks when each chunk's tile has arrived (slot kTraceArrival + chunk) and its walk
+// (slots kTraceChunks - 2, start, and - 1, end, of warp 0).
+constexpr int kTraceArrival = 256;
 #ifdef MONOFLOW_MAS_TRACE
 constexpr int kTraceWarps = 16, kTraceChunks = 512;
 __device__ long long mas_trace[kTraceWarps * kTraceChunks];

@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
   if (x0 < text_len) {
     const int band_width = mel_len - text_len;
     const int rows = min(32 * K, text_len - x0);
-    const int chunks = (band_width + x0 + rows - 1 - x0 + 32) / 32;
+    const int chunks = (band_width + rows + 31) / 32;  // columns x0 .. x0 + rows - 1 + band_width
     const int up_last = band_width + x0 - 1;  // the previous warp's last band column
     const bool publish = warp + 1 < W && x0 + 32 * K < text_len;
     const float* up_row = smem + sm.brow_offset + static_cast<int64_t>(warp) * sm.row_len;
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
       }
       cp_async_wait<kFusedStages - 1>();
       __syncwarp();
-      MONOFLOW_TRACE(b, warp, 256 + i, lane)
+      MONOFLOW_TRACE(b, warp, kTraceArrival + i, lane)
       uint32_t word[K];
 #pragma unroll
       for (int j = 0; j < K; ++j) word[j] = 0;
@@ -301,11 +301,8 @@ cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
                                   int* durations, cudaStream_t stream) {
   if (layout.batch == 0) return cudaSuccess;
   const int64_t bytes = fast_mas_fused_smem(layout);
-  int device = 0, limit = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return e;
-  if (bytes < 0 || bytes > limit) return cudaErrorInvalidValue;
+  if (bytes < 0) return cudaErrorInvalidValue;
+  // A block larger than the device allows: cudaFuncSetAttribute below refuses it.
   const dim3 grid(layout.batch), block(32 * layout.warps_per_item);
   const int smem = static_cast<int>(bytes);
   const bool vec4 = max_mel % 4 == 0 && reinterpret_cast<uintptr_t>(logp) % 16 == 0;
