@@ -113,14 +113,12 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters
   for (auto& [dtype, grads] : by_dtype) {
     std::vector<torch::Tensor> flat_views;
     for (const auto& g : grads) flat_views.push_back(g.reshape(-1));
-    std::vector<at::Tensor> buffer{torch::cat(flat_views)};
-    c10d::AllreduceOptions sum;
-    sum.reduceOp = c10d::ReduceOp::SUM;
-    group_->backend->allreduce(buffer, sum)->wait();
-    buffer[0].div_(options_.world_size);
+    torch::Tensor buffer = torch::cat(flat_views);
+    start_sum(buffer)();
+    buffer.div_(options_.world_size);
     int64_t offset = 0;
     for (auto& g : grads) {
-      g.copy_(buffer[0].narrow(0, offset, g.numel()).view_as(g));
+      g.copy_(buffer.narrow(0, offset, g.numel()).view_as(g));
       offset += g.numel();
     }
   }

@@ -51,7 +51,7 @@ torch::Tensor GradientReducer::slice(size_t param) {
 
 void GradientReducer::prepare() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& b : buckets_) b.ready = 0, b.started = false, b.redo = false, b.wait = nullptr;
+  for (auto& b : buckets_) b.ready = 0, b.redo = false, b.wait = nullptr;
   std::fill(contributions_.begin(), contributions_.end(), 0);
   next_ = 0;
   overlapped_ = 0;
@@ -75,7 +75,6 @@ void GradientReducer::start_ready_buckets() {
   while (next_ < buckets_.size() && buckets_[next_].ready == buckets_[next_].params.size()) {
     Bucket& b = buckets_[next_++];
     b.wait = dist_.start_sum(b.flat);
-    b.started = true;
     ++overlapped_;
   }
 }
@@ -96,7 +95,6 @@ void GradientReducer::finish() {
   for (size_t i = next_; i < buckets_.size(); ++i) {
     fill_from_grads(buckets_[i]);
     buckets_[i].wait = dist_.start_sum(buckets_[i].flat);
-    buckets_[i].started = true;
   }
   next_ = buckets_.size();
   for (auto& b : buckets_) b.wait();

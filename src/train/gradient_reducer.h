@@ -36,8 +36,7 @@ class GradientReducer {
   struct Bucket {
     std::vector<size_t> params;
     torch::Tensor flat;
-    size_t ready = 0;
-    bool started = false;
+    size_t ready = 0;  // parameters whose gradient is in `flat`
     bool redo = false;  // a parameter got two gradient contributions: reduce again from .grad
     std::function<void()> wait;
   };

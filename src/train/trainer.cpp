@@ -114,7 +114,7 @@ class Trainer {
   std::unique_ptr<data::DataLoader> loader_, val_loader_;
   models::GlowTTS model_{nullptr};
   std::unique_ptr<FusedAdam> optimizer_;
-  std::unique_ptr<GradientReducer> reducer_;  // world_size > 1; its hooks go before the model
+  std::unique_ptr<GradientReducer> reducer_;  // world_size > 1; declared after model_: its hooks go first
   std::unique_ptr<LrSchedule> schedule_;
   RunOutputs out_;
   StepOptions step_options_;
