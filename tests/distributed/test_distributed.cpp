@@ -4,40 +4,14 @@
 #include <torch/torch.h>
 
 #include <cstdlib>
-#include <thread>
 
 #include "common/error.h"
+#include "gloo_ranks.h"
 #include "train/distributed.h"
 
 using namespace monoflow::train;
 
-namespace {
-
-// Runs body(rank, group) on `world` threads, each with its own process group.
-template <class Body>
-void run_ranks(int world, int port, Body body) {
-  std::vector<std::thread> threads;
-  std::vector<std::string> failures(world);
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        DistributedOptions o;
-        o.rank = rank;
-        o.world_size = world;
-        o.master_port = port;
-        o.backend = "gloo";
-        Distributed group(o, torch::kCPU);
-        body(rank, group);
-      } catch (const std::exception& e) {
-        failures[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < world; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
-}
-
-}  // namespace
+using monoflow::train::testing::run_gloo_ranks;
 
 TEST(Distributed, SingleProcessIsANoOp) {
   Distributed group(DistributedOptions{}, torch::kCPU);
@@ -54,7 +28,7 @@ TEST(Distributed, GlooAveragesGradientsBroadcastsAndAveragesScalars) {
   const int world = 2;
   std::vector<torch::Tensor> grads_after(world), weights_after(world);
   std::vector<double> means(world);
-  run_ranks(world, 29731, [&](int rank, Distributed& group) {
+  run_gloo_ranks(world, [&](int rank, Distributed& group) {
     // Each rank holds different gradients (two dtypes, one parameter without a gradient).
     auto w = torch::full({2, 3}, double(rank + 1), torch::kFloat32).requires_grad_();
     auto b = torch::full({4}, double(10 * (rank + 1)), torch::kFloat64).requires_grad_();

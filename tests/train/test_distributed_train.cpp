@@ -2,9 +2,6 @@
 // step on the concatenated batch, and two `train` processes started by scripts/launch.sh end
 // with identical weights, one writer of metrics and checkpoints, and finite losses.
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -21,7 +18,9 @@
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
 #include "test_util.h"
+#include "../distributed/gloo_ranks.h"
 #include "tiny_corpus.h"
+#include "weights_util.h"
 #include "train/checkpoint.h"
 #include "train/config_io.h"
 #include "train/distributed.h"
@@ -36,30 +35,10 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // A port of its own for each test of each process (parallel ctest runs, other suites).
-// A port no other process listens on now: the kernel's pick for a socket bound to port 0.
-// (Ports made from the pid collided when ctest ran two of these tests at once: neighbouring
-// pids plus different offsets gave the same port.)
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t size = sizeof address;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-models::GlowTTS tiny_model(const Config& c) {
-  const text::TextProcessor tp(text_options(c));
-  return models::GlowTTS(model_options(c, static_cast<int64_t>(tp.vocab_size())));
-}
+using testing::free_port;
+using testing::expect_same_weights;
+using testing::load_weights;
+using testing::tiny_model;
 
 void copy_weights(models::GlowTTS& from, models::GlowTTS& to) {
   torch::NoGradGuard no_grad;
@@ -75,32 +54,6 @@ data::Batch slice(const data::Batch& b, int64_t begin, int64_t end) {
   s.mel = b.mel.slice(0, begin, end);
   s.mel_lengths = b.mel_lengths.slice(0, begin, end);
   return s;
-}
-
-// Runs body(rank, group) on two threads, each rank with its own Gloo group on `port`, and
-// fails the test with any rank's exception.
-template <class Body>
-void on_two_gloo_ranks(int port, Body body) {
-  std::vector<std::string> failures(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        DistributedOptions o;
-        o.rank = rank;
-        o.world_size = 2;
-        o.master_port = port;
-        o.backend = "gloo";
-        Distributed group(o, torch::kCPU);
-        body(rank, group);
-      } catch (const std::exception& e) {
-        failures[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_EQ(failures[0], "");
-  ASSERT_EQ(failures[1], "");
 }
 
 // With every item of the same text and mel length, both losses of a batch are the mean of its
@@ -134,7 +87,7 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   ASSERT_TRUE(ref.finite);
 
   std::vector<StepResult> results(2);
-  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
+  testing::run_gloo_ranks(2, [&](int rank, Distributed& group) {
     torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
     StepOptions so;
     so.distributed = &group;
@@ -194,7 +147,7 @@ TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
   }
   std::vector<int> buckets(2), overlapped(2);
   std::vector<StepResult> during(2), after(2);
-  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
+  testing::run_gloo_ranks(2, [&](int rank, Distributed& group) {
     const data::Batch mine = slice(b, 2 * rank, 2 * rank + 2);
     GradientReducer reducer(group, models[rank][0]->parameters(), /*bucket_bytes=*/16 << 10);
     torch::optim::SGD opt0(models[rank][0]->parameters(), torch::optim::SGDOptions(0.1));
@@ -214,13 +167,11 @@ TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
     EXPECT_GE(buckets[rank], 10);
     EXPECT_EQ(overlapped[rank], buckets[rank]);
     EXPECT_EQ(during[rank].grad_norm.item<double>(), after[rank].grad_norm.item<double>());
-    const auto pa = models[rank][1]->named_parameters();
-    for (const auto& p : models[rank][0]->named_parameters()) {
-      ASSERT_TRUE(torch::equal(p.value(), pa[p.key()])) << "rank " << rank << " " << p.key();
-    }
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    expect_same_weights(models[rank][0], models[rank][1]);
+    if (HasFatalFailure()) return;
   }
-  const auto p1 = models[1][0]->named_parameters();
-  for (const auto& p : models[0][0]->named_parameters()) ASSERT_TRUE(torch::equal(p.value(), p1[p.key()])) << p.key();
+  expect_same_weights(models[0][0], models[1][0]);
 }
 
 // A non-finite loss on one rank makes every rank skip the update (and none hangs).
@@ -242,7 +193,7 @@ TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
     for (const auto& p : ranks[r]->parameters()) before[r].push_back(p.detach().clone());
   }
   std::vector<int> finite(2, -1);
-  on_two_gloo_ranks(free_port(), [&](int rank, Distributed& group) {
+  testing::run_gloo_ranks(2, [&](int rank, Distributed& group) {
     torch::optim::SGD opt(ranks[rank]->parameters(), torch::optim::SGDOptions(0.1));
     StepOptions so;
     so.distributed = &group;
@@ -295,16 +246,9 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   EXPECT_EQ(read_checkpoint_state(ckpt).step, 4);
   EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, 4);
   const Config c = testing::tiny_config(corpus, run_dir, 4);
-  models::GlowTTS a = tiny_model(c), b = tiny_model(c);
-  load_checkpoint(ckpt, *a, nullptr);
-  load_checkpoint(run_dir + "/rank1_final.pt", *b, nullptr);
-  const auto pb = b->named_parameters();
-  int64_t compared = 0;
-  for (const auto& p : a->named_parameters()) {
-    ASSERT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-    ++compared;
-  }
-  EXPECT_GT(compared, 10);
+  models::GlowTTS a = load_weights(c, ckpt), b = load_weights(c, run_dir + "/rank1_final.pt");
+  expect_same_weights(a, b);
+  if (HasFatalFailure()) return;
 
   // One line per step (a single writer), finite averaged losses.
   std::map<int64_t, int> lines;
@@ -328,10 +272,8 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   const std::string ckpt6 = run_dir + "/checkpoints/" + checkpoint_filename(6);
   ASSERT_TRUE(fs::is_regular_file(ckpt6)) << out2;
   EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, 6);
-  load_checkpoint(ckpt6, *a, nullptr);
-  load_checkpoint(run_dir + "/rank1_final.pt", *b, nullptr);
-  const auto pb6 = b->named_parameters();
-  for (const auto& p : a->named_parameters()) ASSERT_TRUE(torch::equal(p.value(), pb6[p.key()])) << p.key();
+  models::GlowTTS a6 = load_weights(c, ckpt6), b6 = load_weights(c, run_dir + "/rank1_final.pt");
+  expect_same_weights(a6, b6);
 }
 
 // SIGTERM to rank 1 alone: both ranks stop at the same step (the stop flag is shared each

@@ -14,6 +14,7 @@
 #include "models/glow_tts.h"
 #include "test_util.h"
 #include "tiny_corpus.h"
+#include "weights_util.h"
 #include "train/checkpoint.h"
 #include "train/config_io.h"
 #include "train/options_map.h"
@@ -61,22 +62,8 @@ std::map<int64_t, std::map<std::string, double>> training_metrics(const std::str
   return out;
 }
 
-models::GlowTTS load_weights(const Config& c, const std::string& checkpoint) {
-  const text::TextProcessor tp(text_options(c));
-  models::GlowTTS m(model_options(c, static_cast<int64_t>(tp.vocab_size())));
-  load_checkpoint(checkpoint, *m, nullptr);
-  return m;
-}
-
-void expect_same_weights(models::GlowTTS& a, models::GlowTTS& b) {
-  const auto pb = b->named_parameters();
-  int64_t compared = 0;
-  for (const auto& p : a->named_parameters()) {
-    ASSERT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key();
-    ++compared;
-  }
-  EXPECT_GT(compared, 10);
-}
+using testing::expect_same_weights;
+using testing::load_weights;
 
 constexpr int kN = 3;
 
