@@ -1,9 +1,9 @@
-// bench_mas: the MAS grid of shared/DESIGN.md (float32 logp ~ N(0,1) on the GPU, S = 4T,
-// B in {16, 32}, T in {128, ..., 2048}, full lengths, plus one random-lengths run), a
-// training-batch point (LJSpeech-shaped lengths), and cuda-fast variants. Median ms per
-// backend; the cpu backend is timed with its host/device copies. Prints a table and CSV
-// (backend,B,T,S,ms); variants and special runs carry a [tag] in the backend column, its
-// parts joined by "+" so that the CSV keeps five fields.
+// bench_mas: the MAS grid of docs/design.md ("Benchmark specifications: MAS grid"; float32
+// logp ~ N(0,1) on the GPU, S = 4T, B in {16, 32}, T in {128, ..., 2048}, full lengths, plus
+// one random-lengths run), a training-batch point (LJSpeech-shaped lengths), and cuda-fast
+// variants. Median ms per backend; the cpu backend is timed with its host/device copies.
+// Prints a table and CSV (backend,B,T,S,ms); variants and special runs carry a [tag] in the
+// backend column, its parts joined by "+" so that the CSV keeps five fields.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,8 +91,8 @@ Input random_length_input(int64_t batch, int64_t text, int64_t mel) {
   return in;
 }
 
-// LJSpeech-shaped batch (shared/DESIGN.md, training step): text lengths uniform in
-// [60, 180], mel = round(text * 5.6 * U(0.85, 1.15)) capped at 1000.
+// LJSpeech-shaped batch (docs/design.md, "Benchmark specifications: Training step"): text
+// lengths uniform in [60, 180], mel = round(text * 5.6 * U(0.85, 1.15)) capped at 1000.
 Input training_input(int64_t batch) {
   torch::Tensor t = torch::randint(60, 181, {batch}, torch::kInt64);
   torch::Tensor s = torch::round(t.to(torch::kFloat64) * 5.6 *

@@ -1,5 +1,6 @@
-// bench_train_step: the training-step benchmark of shared/DESIGN.md (src/train/step_bench.h),
-// one row per MAS backend and precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
+// bench_train_step: the training-step benchmark of docs/design.md ("Benchmark specifications:
+// Training step"; src/train/step_bench.h), one row per MAS backend and precision, as CSV on
+// stdout (and --csv FILE) plus a table on stderr.
 //   bench_train_step [--config configs/ljspeech.yaml] [--backends cpu,cuda,cuda-fast]
 //                    [--precisions tf32,bf16] [--device cuda] [--csv out.csv]
 // --batch-size/--steps/--warmup exist for smoke tests on a CPU; results with them changed
@@ -32,7 +33,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int main(int argc, char** argv) {
   using namespace monoflow;
-  CLI::App app{"Training-step benchmark (shared/DESIGN.md): step ms, MAS ms, peak memory, samples/s."};
+  CLI::App app{"Training-step benchmark (docs/design.md): step ms, MAS ms, peak memory, samples/s."};
   std::string config_path = "configs/ljspeech.yaml", backends_arg, precisions_arg, device_arg = "auto", csv_path;
   int batch_size = 32, steps = 30, warmup = 5;
   std::vector<std::string> overrides;
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
                                : split(precisions_arg);
     const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels, o.seed);
     std::fprintf(stderr, "bench_train_step on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
-                 spec ? "" : " (NOT the DESIGN.md spec: batch/steps/warm-up/model changed)");
+                 spec ? "" : " (NOT the docs/design.md spec: batch/steps/warm-up/model changed)");
     std::ostringstream csv;
     csv << train::csv_header() << "\n";
     std::cout << train::csv_header() << std::endl;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MAS benchmark hook for scripts/gpu.sh (runs on the GPU machine): the MAS grid of
-# shared/DESIGN.md for every available backend; CSV to $OUT/mas.csv, table to stdout.
+# docs/design.md ("Benchmark specifications: MAS grid") for every available backend;
+# CSV to $OUT/mas.csv, table to stdout.
 # BENCH_MAS_ARGS passes extra arguments (e.g. "--quick" or "--backends cuda,cuda-fast").
 set -uo pipefail
 BIN="$BUILD/bin/bench_mas"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training-step benchmark hook for scripts/gpu.sh (runs on the GPU machine, typically 2-3 minutes, at most ~4):
-#  1. bench_train_step (shared/DESIGN.md "Training step") for every available MAS backend in
-#     tf32 and bf16: CSV to $OUT/train_step.csv, table to stdout.
+#  1. bench_train_step (docs/design.md, "Benchmark specifications: Training step") for every
+#     available MAS backend in tf32 and bf16: CSV to $OUT/train_step.csv, table to stdout.
 #  2. When the default corpus was carried along (data/monoflow-corpus), a short training run of
 #     the ljspeech.yaml model on it with --compare-align (all backends on each step's logp):
 #     loss curve, per-backend MAS times and alignment images to $OUT/train_run/.

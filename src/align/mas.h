@@ -1,6 +1,6 @@
 // Monotonic Alignment Search (MAS): the most likely monotonic alignment between text
 // tokens and mel frames, behind one API with selectable backends. Semantics (forward
-// recursion, tie rule, neg-infinity stand-in): shared/DESIGN.md, "MAS semantics".
+// recursion, tie rule, neg-infinity stand-in): docs/design.md, "MAS semantics".
 #pragma once
 
 #include <string>

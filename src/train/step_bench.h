@@ -1,4 +1,5 @@
-// The training-step benchmark of shared/DESIGN.md ("Training step"), exactly:
+// The training-step benchmark of docs/design.md ("Benchmark specifications: Training step"),
+// exactly:
 // synthetic LJSpeech-shaped batches (B = 32; text lengths uniform integers in [60, 180]; mel
 // lengths round(text_len * 5.6 * U(0.85, 1.15)) capped at 1000; vocabulary 148; 80 mel
 // channels), the ljspeech.yaml model, eight batches made once from a fixed seed and cycled,

@@ -25,8 +25,8 @@ struct Batch {
   torch::Tensor text, text_lengths, mel, mel_lengths;
 };
 
-// DESIGN.md's training-step batch: text lengths U[60,180], mel = round(len * 5.6 * U(0.85,1.15))
-// capped at 1000, 148 symbols, 80 mels.
+// The training-step batch of docs/design.md ("Benchmark specifications: Training step"): text
+// lengths U[60,180], mel = round(len * 5.6 * U(0.85,1.15)) capped at 1000, 148 symbols, 80 mels.
 Batch ljspeech_batch(int64_t batch, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
   Batch b;
