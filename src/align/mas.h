@@ -7,7 +7,21 @@
 
 #include <torch/types.h>
 
+#include "common/error.h"
+
 namespace monoflow::align {
+
+// A non-finite logp value (inf or nan) inside an item's alignment band: diverged weights or
+// overflowed activations rather than bad data. The training step counts it as a non-finite
+// step; everywhere else it is a UserError like any other.
+class NonFiniteError : public UserError {
+ public:
+  NonFiniteError(int64_t item, const std::string& message) : UserError(message), item_(item) {}
+  int64_t item() const { return item_; }
+
+ private:
+  int64_t item_;
+};
 
 enum class Backend { kCpu, kCuda, kCudaFast };
 
@@ -25,7 +39,16 @@ struct MasOptions {
   int fast_rows_per_lane = 0;  // cuda-fast tuning: text rows per GPU lane, 2 (v4 only), 4 or 8; 0 = by shape
   int fast_variant = 0;        // cuda-fast kernel version: 1-3 (kernels/mas_fast_forward.cu), 4 (fused,
                                // kernels/mas_fast_fused.cu); 0 = fastest measured that applies
+  // CUDA backends: where to leave the error flags instead of reading them back. When defined
+  // (int32 [kMasFlagCount] on logp's device) the call never waits for the GPU, so it can be
+  // captured in a CUDA graph: it writes this call's flags there (see MasFlag) and the caller
+  // checks them later. The cpu backend ignores it and throws as usual.
+  torch::Tensor deferred_flags;
 };
+
+// The error flags a CUDA backend leaves in MasOptions::deferred_flags: 0 = none, otherwise
+// B - b for the first offending item b.
+enum MasFlag { kMasFlagBadLengths = 0, kMasFlagNonFinite = 1, kMasFlagTimeout = 2, kMasFlagCount = 3 };
 
 struct MasResult {
   torch::Tensor path;       // [B,T,S], path_dtype, on logp's device; undefined unless want_path

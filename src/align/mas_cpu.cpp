@@ -112,7 +112,7 @@ MasResult maximum_path_cpu(const torch::Tensor& logp, const torch::Tensor& text_
     }
   });
   for (int64_t b = 0; b < batch; ++b) {
-    if (!finite[b]) throw UserError(nonfinite_message(b));
+    if (!finite[b]) throw NonFiniteError(b, nonfinite_message(b));
   }
 
   MasResult result;

@@ -1,7 +1,8 @@
 // Torch-side dispatch of the CUDA backends: device, dtype and length handling, buffers
 // from the caching allocator, launches on the current stream, and one read-back of the
-// error flags (the only host synchronisation). Few torch calls per run: at training-batch
-// shapes the kernels take tens of microseconds, so host overhead matters.
+// error flags (the only host synchronisation), or none when the caller takes the flags
+// (MasOptions::deferred_flags, for graph capture). Few torch calls per run: at
+// training-batch shapes the kernels take tens of microseconds, so host overhead matters.
 #include "align/mas_cuda.h"
 
 #include <ATen/cuda/CUDAContext.h>
@@ -66,7 +67,27 @@ void raise_flags(const int32_t* device_flags, int count, cudaStream_t stream,
     TORCH_CHECK(false, "maximum_path: the kernel rejected item ", batch - bad_lengths,
                 "'s lengths, the host check did not");
   }
-  if (non_finite != 0) throw UserError(nonfinite_message(batch - non_finite));
+  if (non_finite != 0) throw NonFiniteError(batch - non_finite, nonfinite_message(batch - non_finite));
+}
+
+// The kernels' flags (`count` int32 on the device): into the caller's deferred buffer without
+// waiting, or read back and raised now.
+void finish_flags(const torch::Tensor& flags, const MasOptions& options, cudaStream_t stream,
+                  const torch::Tensor& text_lengths, const torch::Tensor& mel_lengths, int64_t batch,
+                  int64_t max_text, int64_t max_mel) {
+  const auto count = flags.numel();
+  if (options.deferred_flags.defined()) {
+    const torch::Tensor& out = options.deferred_flags;
+    TORCH_CHECK(out.scalar_type() == torch::kInt32 && out.numel() == kMasFlagCount && out.is_contiguous() &&
+                    out.device() == flags.device(),
+                "maximum_path: deferred_flags must be a contiguous int32 [", int(kMasFlagCount),
+                "] tensor on logp's device");
+    out.narrow(0, 0, count).copy_(flags);
+    if (count < kMasFlagCount) out.narrow(0, count, kMasFlagCount - count).zero_();
+    return;
+  }
+  raise_flags(flags.data_ptr<int32_t>(), static_cast<int>(count), stream, text_lengths, mel_lengths, batch,
+              max_text, max_mel);
 }
 
 // Rows per lane for the v1-v3 kernels (4 or 8).
@@ -178,7 +199,7 @@ MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_length
                                        path.defined() ? path.data_ptr() : nullptr, format.bytes,
                                        format.one, flags + 2, flags, stream),
              "super-MAS kernel");
-  raise_flags(flags, 2, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
+  finish_flags(ints.narrow(0, 0, 2), options, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
   MasResult result;
   result.path = path;
   if (options.want_durations) result.durations = ints.slice(0, 2).view({batch, max_text});
@@ -236,7 +257,7 @@ MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor&
                    format.bytes, format.one, stream),
                "path kernel");
   }
-  raise_flags(ws, 3, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
+  finish_flags(workspace.narrow(0, 0, 3), options, stream, text_lengths, mel_lengths, batch, max_text, max_mel);
   if (options.want_durations) result.durations = durations;
   return result;
 }
