@@ -80,12 +80,17 @@ torch::Tensor GlowTTSImpl::speaker_vector(const torch::Tensor& speakers, int64_t
                     " speakers: every batch needs speaker ids");
   }
   if (speakers.dim() != 1 || speakers.size(0) != batch) throw UserError("speaker ids must be a [B] tensor");
-  auto ids = speakers.to(emb_g->weight.device(), torch::kLong);
-  const auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
-  if (lo < 0 || hi >= options_.n_speakers()) {
-    throw UserError("speaker id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " +
-                    std::to_string(options_.n_speakers()) + ")");
+  // Ids still on the host are range-checked here for free. Ids already on the GPU are not:
+  // reading them back would stall every step (and break graph capture); the data loaders
+  // reject out-of-range speakers with file:line when they read the filelist.
+  if (!speakers.is_cuda()) {
+    const auto lo = speakers.min().item<int64_t>(), hi = speakers.max().item<int64_t>();
+    if (lo < 0 || hi >= options_.n_speakers()) {
+      throw UserError("speaker id " + std::to_string(lo < 0 ? lo : hi) + " outside [0, " +
+                      std::to_string(options_.n_speakers()) + ")");
+    }
   }
+  auto ids = speakers.to(emb_g->weight.device(), torch::kLong);
   namespace F = torch::nn::functional;
   return F::normalize(emb_g->forward(ids), F::NormalizeFuncOptions().dim(1)).unsqueeze(-1);  // [B, gin, 1]
 }

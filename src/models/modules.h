@@ -115,7 +115,10 @@ class InvConvNearImpl : public Flow {
   torch::Tensor weight;  // [n_split, n_split], orthogonal with det > 0 at init
 
  private:
+  torch::Tensor log_det_weight();
   int64_t channels_, n_split_;
+  // Leibniz-formula tables for log_det_weight, built once per device (not parameters).
+  torch::Tensor perm_index_, perm_sign_;
 };
 TORCH_MODULE(InvConvNear);
 
