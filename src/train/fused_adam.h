@@ -5,6 +5,13 @@
 // torch::optim::AdamParamState, so save()/load() and checkpoints are those of
 // torch::optim::Adam. Per-parameter step counters are kept as device tensors for the kernel
 // and rebuilt from the state whenever it was replaced (load) or created.
+//
+// Two ways to step:
+//   step()                          the learning rate of the param group (host), as any optimizer;
+//   step_on_device(lr, found_inf)   learning rate and skip decision as device scalars, nothing
+//                                   read back: what a graph-captured training step records.
+// On a GPU both read the learning rate as a float32 device scalar (the kernel's tensor form),
+// so the eager and the captured step make bit-identical updates.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,13 +27,37 @@ class FusedAdam : public torch::optim::Adam {
 
   torch::Tensor step(LossClosure closure = nullptr) override;
 
+  // One update of every parameter with a gradient, lr and found_inf being float32 scalars on
+  // the parameters' device. Where found_inf is 1 the update is skipped inside the kernel and
+  // the step counts stay (as torch's GradScaler skips); 0 updates. Needs init_state() first.
+  // The host's step counts fall behind: sync_steps_from_device() before saving.
+  void step_on_device(const torch::Tensor& lr, const torch::Tensor& found_inf);
+
+  // Creates the moments and step counter of every parameter now, so that a captured step
+  // finds them allocated (zero moments, as the first step() would make them).
+  void init_state();
+
+  // Reads the device step counters back into the AdamParamState step counts (one wait for
+  // the GPU). A no-op unless step_on_device ran since the last call.
+  void sync_steps_from_device();
+
+  void save(torch::serialize::OutputArchive& archive) const override;
+
  private:
   struct StepCounter {
     torch::Tensor value;   // float32 scalar on the parameter's device
     int64_t mirror = -1;   // the AdamParamState step it holds
     const void* state = nullptr;  // which state object it mirrors
   };
+  // The state and counter of p, created or rebuilt as needed.
+  std::pair<torch::optim::AdamParamState*, StepCounter*> state_of(const torch::Tensor& p);
+  void fused_update(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& steps,
+                    const torch::optim::AdamOptions& options, const torch::Tensor& lr,
+                    const torch::Tensor& found_inf);
+
   std::unordered_map<const void*, StepCounter> counters_;
+  torch::Tensor lr_;            // step() on a GPU: the group's learning rate as a device scalar
+  bool device_ahead_ = false;   // step_on_device ran: host step counts are stale
 };
 
 }  // namespace monoflow::train

@@ -6,12 +6,6 @@
 #include "train/precision.h"
 
 namespace monoflow::train {
-namespace {
-
-struct Losses {
-  torch::Tensor mle, dur;
-  models::GlowTTSOutput out;
-};
 
 Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOptions& o) {
   const auto device = b.text.device();
@@ -28,6 +22,19 @@ Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOp
   l.dur = models::duration_loss(out.logw.to(torch::kFloat32), out.logw_.to(torch::kFloat32), b.text_lengths);
   return l;
 }
+
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& grads, double clip) {
+  if (grads.empty()) return {};
+  const auto norms = at::_foreach_norm(grads, 2);
+  torch::Tensor total = torch::stack(norms).norm();
+  if (clip > 0) {
+    at::_foreach_clamp_min_(grads, -clip);
+    at::_foreach_clamp_max_(grads, clip);
+  }
+  return total;
+}
+
+namespace {
 
 bool all_finite(models::GlowTTS& model, const data::Batch& b) {
   if (!torch::isfinite(b.mel).all().item<bool>()) return false;
@@ -60,13 +67,15 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
   bool local_finite = true;
   try {
     l = forward_losses(model, batch, options);
-  } catch (const UserError& e) {
+  } catch (const align::NonFiniteError&) {
     // Non-finite weights or features, or activations that overflowed, make MAS refuse its
     // input (non-finite logp) before any loss exists: that is a non-finite step, not a user
-    // error. align::maximum_path has no distinct error type for it, so its message is
-    // recognised ("non-finite"); any other error is rethrown.
-    const bool numeric = std::string(e.what()).find("non-finite") != std::string::npos;
-    if (!options.check_finite || (!numeric && all_finite(model, batch))) throw;
+    // error.
+    if (!options.check_finite) throw;
+    local_finite = false;
+  } catch (const UserError&) {
+    // Any other error is the caller's, unless the weights or the features are not finite.
+    if (!options.check_finite || all_finite(model, batch)) throw;
     local_finite = false;
   }
   torch::Tensor loss;
@@ -100,14 +109,7 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
   for (const auto& p : model->parameters()) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (!grads.empty()) {
-    const auto norms = at::_foreach_norm(grads, 2);
-    r.grad_norm = torch::stack(norms).norm();
-    if (options.grad_clip_value > 0) {
-      at::_foreach_clamp_min_(grads, -options.grad_clip_value);
-      at::_foreach_clamp_max_(grads, options.grad_clip_value);
-    }
-  }
+  r.grad_norm = clip_gradients(grads, options.grad_clip_value);
   optimizer.step();
   return r;
 }

@@ -35,6 +35,17 @@ struct StepResult {
   models::GlowTTSOutput out;  // the forward's tensors (for alignment images and --compare-align)
 };
 
+// The forward (MAS inside) and both losses, in float32 whatever the autocast dtype.
+struct Losses {
+  torch::Tensor mle, dur;
+  models::GlowTTSOutput out;
+};
+Losses forward_losses(models::GlowTTS& model, const data::Batch& batch, const StepOptions& options);
+
+// Total 2-norm of the gradients before clipping, then each clamped to [-clip, clip] (clip <= 0:
+// no clamping). Device work only. Undefined when `grads` is empty.
+torch::Tensor clip_gradients(const std::vector<torch::Tensor>& grads, double clip);
+
 // The batch must already be on the model's device.
 StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer, const data::Batch& batch,
                       double lr, const StepOptions& options);
