@@ -273,6 +273,7 @@ std::vector<Field> make_fields() {
             })),
       field("run.tensorboard", &C::run, &RS::tensorboard),
       field("run.image_interval", &C::run, &RS::image_interval, at_least(0)),
+      field("run.cuda_graphs", &C::run, &RS::cuda_graphs),
   };
 }
 

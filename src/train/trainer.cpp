@@ -22,6 +22,7 @@
 #include "train/distributed.h"
 #include "train/gradient_reducer.h"
 #include "train/fused_adam.h"
+#include "train/graphed_step.h"
 #include "train/image.h"
 #include "train/metrics_log.h"
 #include "train/noam.h"
@@ -98,6 +99,8 @@ class Trainer {
   bool any_rank(bool flag) { return dist_->average(flag ? 1.0 : 0.0) > 0; }
   void save_rank_debug_copy();
   CheckpointState checkpoint_state() const;
+  void start_graphs();
+  void poll_graphs();
 
   const Config& c_;
   const RunOptions& o_;
@@ -115,6 +118,7 @@ class Trainer {
   models::GlowTTS model_{nullptr};
   std::unique_ptr<FusedAdam> optimizer_;
   std::unique_ptr<GradientReducer> reducer_;  // world_size > 1; declared after model_: its hooks go first
+  std::unique_ptr<GraphedTrainStep> graphed_;  // run.cuda_graphs on a GPU: the step as CUDA graphs
   std::unique_ptr<LrSchedule> schedule_;
   RunOutputs out_;
   StepOptions step_options_;
@@ -324,11 +328,52 @@ void Trainer::save(const std::string& why) {
     last_checkpoint_step_ = step_;
     return;
   }
+  poll_graphs();
+  optimizer_->sync_steps_from_device();
   save_checkpoint(path, *model_, *optimizer_, checkpoint_state());
   prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints);
   last_checkpoint_ = path;
   last_checkpoint_step_ = step_;
   say("checkpoint (" + why + "): " + path);
+}
+
+// With run.cuda_graphs on a GPU (one process), steps replay as CUDA graphs from here on.
+void Trainer::start_graphs() {
+  if (!c_.run.cuda_graphs || !device_.is_cuda()) return;
+  if (!GraphedTrainStep::supported(device_, step_options_)) {
+    say(std::string("note: CUDA graphs are not used ") +
+        (dist_->world_size() > 1 ? "with several processes yet" : "with the cpu MAS backend") +
+        "; the steps run eagerly");
+    return;
+  }
+  const GraphBuckets buckets;
+  graphed_ = std::make_unique<GraphedTrainStep>(model_, *optimizer_, step_options_, buckets, skipped_);
+  say("CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets.text_multiple) +
+      " tokens, mel to " + std::to_string(buckets.mel_multiple) + " frames) is recorded once, then replayed");
+}
+
+// What the graphed steps left on the device since the last look: skipped updates (counted
+// as steps: the host could not know), and MAS errors with the step that raised them.
+void Trainer::poll_graphs() {
+  if (!graphed_) return;
+  const GraphStatus s = graphed_->status();
+  if (s.bad_lengths_step > 0) {
+    throw UserError("step " + std::to_string(s.bad_lengths_step) + ": item " + std::to_string(s.bad_lengths_item) +
+                    " of the batch has more text tokens than mel frames (MAS found no monotonic alignment); "
+                    "check the dataset's lengths");
+  }
+  TORCH_CHECK(s.timeout_step == 0, "step ", s.timeout_step, ": the cuda-fast MAS hand-over between warps timed out");
+  if (s.skipped > skipped_) {
+    say("warning: " + std::to_string(s.skipped - skipped_) + " update(s) skipped for a non-finite loss by step " +
+        std::to_string(step_) + " (" + std::to_string(s.skipped) + " in total)");
+    skipped_ = s.skipped;
+  }
+  if (s.longest_nonfinite_run >= c_.train.max_nonfinite_steps) {
+    throw UserError("training stopped: the loss was non-finite for " + std::to_string(s.longest_nonfinite_run) +
+                    " steps in a row (train.max_nonfinite_steps); lower train.learning_rate, check the "
+                    "data, or resume from an earlier checkpoint" +
+                    (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
+  }
 }
 
 // mle, dur: this step's losses averaged over ranks. Rank 0 only.
@@ -458,6 +503,7 @@ RunSummary Trainer::run() {
     broadcast_model();
     ddi_pending_ = false;
   }
+  start_graphs();
 
   while (true) {
     if (c_.train.max_steps > 0 && step_ >= c_.train.max_steps) {
@@ -482,14 +528,19 @@ RunSummary Trainer::run() {
     std::optional<data::Batch> host = pending ? std::move(pending) : loader_->next();
     pending.reset();
     if (!host) continue;  // end of an epoch
-    const data::Batch batch = to_device(*host, device_);
+    data::Batch device_batch;
     StepResult r;
     try {
-      r = train_step(model_, *optimizer_, batch, schedule_->lr(step_ + 1), step_options_);
+      if (graphed_) {
+        r = graphed_->step(*host, schedule_->lr(step_ + 1), step_ + 1);
+      } else {
+        device_batch = to_device(*host, device_);
+        r = train_step(model_, *optimizer_, device_batch, schedule_->lr(step_ + 1), step_options_);
+      }
     } catch (const UserError& e) {
       std::string ids;
-      for (size_t i = 0; i < batch.ids.size() && i < 8; ++i) ids += (i ? ", " : "") + batch.ids[i];
-      if (batch.ids.size() > 8) ids += ", ...";
+      for (size_t i = 0; i < host->ids.size() && i < 8; ++i) ids += (i ? ", " : "") + host->ids[i];
+      if (host->ids.size() > 8) ids += ", ...";
       throw UserError("step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(position.epoch + 1) +
                       ", batch " + std::to_string(position.batch) + "; utterances " + ids + "): " + e.what());
     }
@@ -510,6 +561,7 @@ RunSummary Trainer::run() {
     }
     nonfinite_in_row_ = 0;
     ++step_;
+    const data::Batch& batch = graphed_ ? graphed_->inputs() : device_batch;  // on the device
 
     const bool log_due = step_ % log_interval == 0 || step_ == 1;
     if (c_.run.compare_align || log_due) {
@@ -534,6 +586,7 @@ RunSummary Trainer::run() {
       }
     }
     if (log_due) {
+      poll_graphs();
       const double mle = dist_->average(r.loss_mle.item<double>());
       const double dur = dist_->average(r.loss_dur.item<double>());
       if (main_) log_step(mle, dur, r);

@@ -1,0 +1,308 @@
+#include "train/graphed_step.h"
+
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "align/mas.h"
+#include "common/error.h"
+
+#ifdef MONOFLOW_HAS_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace monoflow::train {
+
+bool GraphedTrainStep::supported(const torch::Device& device, const StepOptions& options) {
+#ifdef MONOFLOW_HAS_CUDA
+  const bool one_process = options.distributed == nullptr || options.distributed->world_size() == 1;
+  // The cpu MAS backend copies logp to the host and waits for it: nothing a graph can hold.
+  return device.is_cuda() && one_process && options.mas.backend != align::Backend::kCpu;
+#else
+  (void)device;
+  (void)options;
+  return false;
+#endif
+}
+
+#ifdef MONOFLOW_HAS_CUDA
+namespace {
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// dst[..., :n, ...] = src along `dim` (n = src's size there), zeros after it. Asynchronous
+// from pinned host memory or from the device.
+void copy_padded(torch::Tensor& dst, const torch::Tensor& src, int64_t dim) {
+  const int64_t n = src.size(dim);
+  dst.narrow(dim, 0, n).copy_(src, /*non_blocking=*/true);
+  if (n < dst.size(dim)) dst.narrow(dim, n, dst.size(dim) - n).zero_();
+}
+
+// One captured step for one padded shape.
+struct Entry {
+  data::Batch in;  // the graph's inputs, written before each replay
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  StepResult out;  // tensors of the graph's pool: valid until the next replay of any graph
+  uint64_t last_used = 0;
+};
+
+using Shape = std::tuple<int64_t, int64_t, int64_t>;  // B, T, S
+
+}  // namespace
+
+struct GraphedTrainStep::Impl {
+  models::GlowTTS model;
+  FusedAdam& optimizer;
+  StepOptions options;
+  GraphBuckets buckets;
+  torch::Device device;
+  std::vector<torch::Tensor> grads;  // persistent: every graph accumulates into these
+  c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
+  std::map<Shape, Entry> entries;
+  Entry* last = nullptr;
+  uint64_t clock = 0;
+
+  // Device scalars outside the graphs' pool, read or written by every replay.
+  torch::Tensor lr, step_number, flags, found_inf, loss_mle, loss_dur, grad_norm;
+  torch::Tensor skipped, run, longest_run, error_step, error_item;
+
+  Impl(models::GlowTTS m, FusedAdam& opt, const StepOptions& o, GraphBuckets b, int64_t skipped_before)
+      : model(std::move(m)), optimizer(opt), options(o), buckets(b), device(model->parameters().front().device()) {
+    if (!GraphedTrainStep::supported(device, options)) {
+      throw UserError("CUDA graphs need a CUDA device, a CUDA MAS backend and a single process "
+                      "(run.cuda_graphs: false otherwise)");
+    }
+    if (buckets.text_multiple < 1 || buckets.mel_multiple < 1 || buckets.max_graphs < 1) {
+      throw UserError("graph buckets: text and mel multiples and max_graphs must be >= 1");
+    }
+    buckets.mel_multiple = std::lcm(buckets.mel_multiple, model->options().n_sqz());
+    const c10::cuda::CUDAGuard guard(device);
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) {
+      if (!p.requires_grad()) continue;
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad());
+    }
+    optimizer.init_state();
+    const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    const auto i64 = f32.dtype(torch::kInt64);
+    lr = torch::zeros({}, f32);
+    found_inf = torch::zeros({}, f32);
+    loss_mle = torch::zeros({}, f32);
+    loss_dur = torch::zeros({}, f32);
+    grad_norm = torch::zeros({}, f32);
+    step_number = torch::zeros({}, i64);
+    skipped = torch::full({}, skipped_before, i64);
+    run = torch::zeros({}, i64);
+    longest_run = torch::zeros({}, i64);
+    flags = torch::zeros({align::kMasFlagCount}, f32.dtype(torch::kInt32));
+    error_step = torch::zeros({align::kMasFlagCount}, i64);
+    error_item = torch::full({align::kMasFlagCount}, -1, i64);
+    options.check_finite = true;
+    options.mas.deferred_flags = flags;
+    pool = at::cuda::graph_pool_handle();
+  }
+
+  Shape shape_of(const data::Batch& b) const {
+    return {b.text.size(0), round_up(b.text.size(1), buckets.text_multiple),
+            round_up(b.mel.size(2), buckets.mel_multiple)};
+  }
+
+  void upload(Entry& e, const data::Batch& h) {
+    copy_padded(e.in.text, h.text, 1);
+    e.in.text_lengths.copy_(h.text_lengths, true);
+    copy_padded(e.in.mel, h.mel, 2);
+    e.in.mel_lengths.copy_(h.mel_lengths, true);
+    if (h.speakers.defined() != e.in.speakers.defined()) {
+      throw UserError("a batch with speaker ids mixed with batches without (one model, one kind of data)");
+    }
+    if (h.speakers.defined()) e.in.speakers.copy_(h.speakers, true);
+    e.in.ids = h.ids;
+  }
+
+  // What every replay does: train_step with the host's decisions on the device.
+  void body(Entry& e) {
+    at::_foreach_zero_(grads);
+    Losses l = forward_losses(model, e.in, options);
+    const torch::Tensor loss = l.mle + l.dur;
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);
+    const torch::Tensor bad = flags.gt(0);
+    const torch::Tensor found = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
+    found_inf.copy_(found);
+    optimizer.step_on_device(lr, found_inf);
+    loss_mle.copy_(l.mle);
+    loss_dur.copy_(l.dur);
+    grad_norm.copy_(norm);
+    const torch::Tensor count = found.to(torch::kInt64);
+    skipped.add_(count);
+    run.add_(count).mul_(count);  // consecutive skipped updates up to this one
+    longest_run.copy_(torch::maximum(longest_run, run));
+    const torch::Tensor first = error_step.eq(0).logical_and(bad);
+    error_step.copy_(torch::where(first, step_number, error_step));
+    error_item.copy_(torch::where(first, e.in.text.size(0) - flags.to(torch::kInt64), error_item));
+
+    // What the trainer reads back: alignment images and --compare-align.
+    models::GlowTTSOutput& o = l.out;
+    e.out = StepResult{};
+    e.out.loss_mle = loss_mle;
+    e.out.loss_dur = loss_dur;
+    e.out.grad_norm = grad_norm;
+    e.out.out.z = o.z.detach();
+    e.out.out.x_m = o.x_m.detach();
+    e.out.out.x_logs = o.x_logs.detach();
+    e.out.out.attn = o.attn.detach();
+    e.out.out.durations = o.durations;
+    e.out.out.y_lengths = o.y_lengths;
+    e.out.out.z_mask = o.z_mask;
+    e.out.out.x_mask = o.x_mask;
+  }
+
+  // Forward and backward once outside a graph on the capture stream, so that libraries set
+  // up their handles and workspaces there before capture; no update, RNG state restored.
+  void warm_up(Entry& e) {
+    auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
+    const torch::Tensor rng = gen.get_state();
+    {
+      at::_foreach_zero_(grads);
+      Losses l = forward_losses(model, e.in, options);
+      (l.mle + l.dur).backward();
+    }
+    at::_foreach_zero_(grads);
+    flags.zero_();
+    gen.set_state(rng);
+  }
+
+  void capture(Entry& e) {
+    const auto current = c10::cuda::getCurrentCUDAStream(device.index());
+    const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+    at::cuda::CUDAEvent inputs_ready;
+    inputs_ready.record(current);
+    inputs_ready.block(side);
+    {
+      const c10::cuda::CUDAStreamGuard on_side(side);
+      warm_up(e);
+      // Autocast's cast cache would hold tensors across the capture's end; casts are recorded.
+      const bool cache = at::autocast::is_autocast_cache_enabled();
+      at::autocast::set_autocast_cache_enabled(false);
+      e.graph = std::make_unique<at::cuda::CUDAGraph>();
+      // Thread-local: the data loader's threads may pin memory while we capture.
+      e.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+      try {
+        body(e);
+      } catch (...) {
+        try {
+          e.graph->capture_end();
+        } catch (...) {
+        }
+        at::autocast::set_autocast_cache_enabled(cache);
+        throw;
+      }
+      e.graph->capture_end();
+      at::autocast::set_autocast_cache_enabled(cache);
+    }
+    at::cuda::CUDAEvent captured;
+    captured.record(side);
+    captured.block(current);
+  }
+
+  Entry& entry_for(const data::Batch& h) {
+    const Shape shape = shape_of(h);
+    auto it = entries.find(shape);
+    if (it != entries.end()) return it->second;
+    const auto [b, t, s] = shape;
+    Entry& e = entries[shape];
+    const auto on_device = torch::TensorOptions().device(device);
+    e.in.text = torch::zeros({b, t}, on_device.dtype(torch::kInt64));
+    e.in.text_lengths = torch::zeros({b}, on_device.dtype(torch::kInt64));
+    e.in.mel = torch::zeros({b, h.mel.size(1), s}, on_device.dtype(torch::kFloat32));
+    e.in.mel_lengths = torch::zeros({b}, on_device.dtype(torch::kInt64));
+    if (h.speakers.defined()) e.in.speakers = torch::zeros({b}, on_device.dtype(torch::kInt64));
+    try {
+      upload(e, h);
+      capture(e);
+    } catch (...) {
+      entries.erase(shape);
+      throw;
+    }
+    // Past max_graphs the least recently used one goes, only now: a graph alive keeps the
+    // shared pool alive, which the capture above needed.
+    if (entries.size() > buckets.max_graphs) {
+      auto oldest = entries.end();
+      for (auto i = entries.begin(); i != entries.end(); ++i) {
+        if (&i->second != &e && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
+      }
+      if (&oldest->second == last) last = nullptr;
+      entries.erase(oldest);
+    }
+    return e;
+  }
+
+  StepResult step(const data::Batch& h, double lr_value, int64_t step) {
+    const c10::cuda::CUDAGuard guard(device);
+    const bool known = entries.count(shape_of(h)) > 0;
+    Entry& e = entry_for(h);
+    if (known) upload(e, h);
+    lr.fill_(lr_value);
+    step_number.fill_(step);
+    e.graph->replay();
+    e.last_used = ++clock;
+    last = &e;
+    return e.out;
+  }
+
+  GraphStatus status() {
+    const torch::Tensor all =
+        torch::cat({skipped.view(1), longest_run.view(1), error_step, error_item}).to(torch::kCPU);
+    const int64_t* v = all.data_ptr<int64_t>();
+    GraphStatus s;
+    s.skipped = v[0];
+    s.longest_nonfinite_run = v[1];
+    s.bad_lengths_step = v[2 + align::kMasFlagBadLengths];
+    s.bad_lengths_item = v[2 + align::kMasFlagCount + align::kMasFlagBadLengths];
+    s.timeout_step = v[2 + align::kMasFlagTimeout];
+    return s;
+  }
+};
+
+GraphedTrainStep::GraphedTrainStep(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options,
+                                   GraphBuckets buckets, int64_t skipped_before)
+    : impl_(std::make_unique<Impl>(std::move(model), optimizer, options, buckets, skipped_before)) {}
+
+GraphedTrainStep::~GraphedTrainStep() = default;
+
+StepResult GraphedTrainStep::step(const data::Batch& host, double lr, int64_t step) {
+  return impl_->step(host, lr, step);
+}
+
+const data::Batch& GraphedTrainStep::inputs() const {
+  TORCH_CHECK(impl_->last != nullptr, "GraphedTrainStep::inputs: no step yet");
+  return impl_->last->in;
+}
+
+GraphStatus GraphedTrainStep::status() { return impl_->status(); }
+
+size_t GraphedTrainStep::graphs() const { return impl_->entries.size(); }
+
+#else  // no CUDA: the type exists, but cannot be made
+
+struct GraphedTrainStep::Impl {};
+
+GraphedTrainStep::GraphedTrainStep(models::GlowTTS, FusedAdam&, const StepOptions&, GraphBuckets, int64_t) {
+  throw UserError("monoflow was built without CUDA: CUDA graphs are not available (run.cuda_graphs: off)");
+}
+GraphedTrainStep::~GraphedTrainStep() = default;
+StepResult GraphedTrainStep::step(const data::Batch&, double, int64_t) { return {}; }
+const data::Batch& GraphedTrainStep::inputs() const { throw UserError("no CUDA"); }
+GraphStatus GraphedTrainStep::status() { return {}; }
+size_t GraphedTrainStep::graphs() const { return 0; }
+
+#endif
+
+}  // namespace monoflow::train
