@@ -1,8 +1,9 @@
 // bench_train_step: the training-step benchmark of docs/design.md ("Benchmark specifications:
-// Training step"; src/train/step_bench.h), one row per MAS backend and precision, as CSV on
-// stdout (and --csv FILE) plus a table on stderr.
+// Training step"; src/train/step_bench.h), one row per MAS backend, precision and mode (eager
+// or CUDA graph), as CSV on stdout (and --csv FILE) plus a table on stderr.
 //   bench_train_step [--config configs/ljspeech.yaml] [--backends cpu,cuda,cuda-fast]
-//                    [--precisions tf32,bf16] [--device cuda] [--csv out.csv]
+//                    [--precisions tf32,bf16] [--modes eager,graph] [--device cuda] [--csv out.csv]
+//                    [--profile PREFIX]
 // --batch-size/--steps/--warmup exist for smoke tests on a CPU; results with them changed
 // are not the benchmark and are flagged as such.
 #include <CLI/CLI.hpp>
@@ -34,7 +35,8 @@ std::vector<std::string> split(const std::string& s) {
 int main(int argc, char** argv) {
   using namespace monoflow;
   CLI::App app{"Training-step benchmark (docs/design.md): step ms, MAS ms, peak memory, samples/s."};
-  std::string config_path = "configs/ljspeech.yaml", backends_arg, precisions_arg, device_arg = "auto", csv_path;
+  std::string config_path = "configs/ljspeech.yaml", backends_arg, precisions_arg, modes_arg, device_arg = "auto",
+              csv_path, profile_prefix;
   int batch_size = 32, steps = 30, warmup = 5;
   std::vector<std::string> overrides;
   app.add_option("--config", config_path, "config whose model section is benchmarked");
@@ -42,7 +44,10 @@ int main(int argc, char** argv) {
   app.add_option("--backends", backends_arg, "comma-separated MAS backends (default: all available)");
   app.add_option("--precisions", precisions_arg, "comma-separated: tf32, fp32, bf16 (default: tf32,bf16 on a GPU, fp32 on the CPU)");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
+  app.add_option("--modes", modes_arg, "comma-separated: eager, graph (default: eager,graph on a GPU, eager on the CPU)");
   app.add_option("--csv", csv_path, "also write the CSV here");
+  app.add_option("--profile", profile_prefix,
+                 "after each row's timed steps, profile 3 more with Kineto into PREFIX_<backend>_<precision>_<mode>.json");
   app.add_option("--batch-size", batch_size, "batch size (spec: 32)");
   app.add_option("--steps", steps, "timed steps (spec: 30)");
   app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
@@ -66,21 +71,32 @@ int main(int argc, char** argv) {
         precisions_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"}
                                                      : std::vector<std::string>{"fp32"})
                                : split(precisions_arg);
+    const std::vector<std::string> modes =
+        modes_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"eager", "graph"}
+                                                : std::vector<std::string>{"eager"})
+                          : split(modes_arg);
     const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels, o.seed);
     std::fprintf(stderr, "bench_train_step on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
                  spec ? "" : " (NOT the docs/design.md spec: batch/steps/warm-up/model changed)");
     std::ostringstream csv;
     csv << train::csv_header() << "\n";
     std::cout << train::csv_header() << std::endl;
-    std::fprintf(stderr, "%-10s %-5s %9s %9s %10s %10s\n", "backend", "prec", "step ms", "MAS ms", "peak MiB", "samples/s");
+    std::fprintf(stderr, "%-10s %-5s %-5s %9s %9s %9s %10s %10s\n", "backend", "prec", "mode", "step ms", "p90 ms",
+                 "MAS ms", "peak MiB", "samples/s");
     for (const auto backend : backends) {
       for (const auto& precision : precisions) {
-        const auto row = train::bench_train_step(o, backend, precision, batches);
-        std::cout << train::csv_row(row) << std::endl;
-        csv << train::csv_row(row) << "\n";
-        std::fprintf(stderr, "%-10s %-5s %9.1f %9.2f %10.0f %10.1f%s\n", row.backend.c_str(), row.precision.c_str(),
-                     row.step_ms, row.mas_ms, row.peak_memory_mib, row.samples_per_s,
-                     row.nonfinite_steps ? "  (non-finite losses!)" : "");
+        for (const auto& mode : modes) {
+          if (mode == "graph" && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
+          o.profile_path = profile_prefix.empty() ? std::string()
+                                                  : profile_prefix + "_" + align::backend_name(backend) + "_" +
+                                                        precision + "_" + mode + ".json";
+          const auto row = train::bench_train_step(o, backend, precision, mode, batches);
+          std::cout << train::csv_row(row) << std::endl;
+          csv << train::csv_row(row) << "\n";
+          std::fprintf(stderr, "%-10s %-5s %-5s %9.1f %9.1f %9.2f %10.0f %10.1f%s\n", row.backend.c_str(),
+                       row.precision.c_str(), row.mode.c_str(), row.step_ms, row.step_ms_p90, row.mas_ms,
+                       row.peak_memory_mib, row.samples_per_s, row.nonfinite_steps ? "  (non-finite losses!)" : "");
+        }
       }
     }
     if (!csv_path.empty()) {

@@ -1,6 +1,8 @@
 #include "train/step_bench.h"
 
+#include <ATen/record_function.h>
 #include <c10/core/CachingDeviceAllocator.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +14,7 @@
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
 #include "train/fused_adam.h"
+#include "train/graphed_step.h"
 #include "train/noam.h"
 #include "train/options_map.h"
 #include "train/precision.h"
@@ -24,6 +27,14 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// Nearest-rank percentile (q in (0, 1]).
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
 }  // namespace
@@ -62,10 +73,36 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
   return out;
 }
 
+namespace {
+
+// Runs `steps` calls of `run_step` under the Kineto profiler (CPU ops and CUDA activity) and
+// writes the Chrome trace to `path`.
+void profile_steps(const std::string& path, int steps, const torch::Device& device,
+                   const std::function<void()>& run_step) {
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  for (int i = 0; i < steps; ++i) {
+    RECORD_USER_SCOPE("monoflow_step");
+    run_step();
+    synchronize(device);
+  }
+  prof::disableProfiler()->save(path);
+}
+
+}  // namespace
+
 StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
-                              const std::vector<data::Batch>& host_batches) {
+                              const std::string& mode, const std::vector<data::Batch>& host_batches) {
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precision: unknown '" + precision + "'; use tf32, fp32 or bf16");
+  }
+  if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
+  if (mode == "graph" && (!o.device.is_cuda() || backend == align::Backend::kCpu)) {
+    throw UserError("--modes: graph needs a CUDA device and a CUDA MAS backend");
   }
   if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !o.device.is_cuda())) {
     throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
@@ -96,15 +133,19 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     const auto& b = batches[0];
     model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, so.mas);
   }
+  std::unique_ptr<GraphedTrainStep> graphed;
+  if (mode == "graph") graphed = std::make_unique<GraphedTrainStep>(model, optimizer, so);
   int64_t step = 0;
   auto run_step = [&]() {
     const auto& b = batches[step % batches.size()];
     ++step;
-    return train_step(model, optimizer, b, schedule.lr(step), so);
+    return graphed ? graphed->step(b, schedule.lr(step), step) : train_step(model, optimizer, b, schedule.lr(step), so);
   };
+  // Peak memory from the first step on: a graph's pool is allocated while it is recorded (in
+  // the warm-up), and replays allocate nothing.
+  if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
   for (int i = 0; i < o.warmup_steps; ++i) run_step();
   synchronize(o.device);
-  if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
 
   std::vector<double> step_ms, mas_ms;
   StepBenchRow row;
@@ -118,15 +159,20 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     row.nonfinite_steps += !torch::isfinite(r.loss_mle + r.loss_dur).item<bool>();
     const torch::Tensor logp =
         models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+    const torch::Tensor text_lengths = graphed ? graphed->inputs().text_lengths : b.text_lengths;
     mas_ms.push_back(
-        timed_durations(logp, b.text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
+        timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
+  if (!o.profile_path.empty()) profile_steps(o.profile_path, o.profiled_steps, o.device, [&] { run_step(); });
   row.backend = align::backend_name(backend);
   row.precision = precision;
+  row.mode = mode;
+  row.graphs = graphed ? static_cast<int>(graphed->graphs()) : 0;
   row.batch_size = o.batch_size;
   row.step_ms = median(step_ms);
   row.step_ms_min = *std::min_element(step_ms.begin(), step_ms.end());
   row.step_ms_max = *std::max_element(step_ms.begin(), step_ms.end());
+  row.step_ms_p90 = percentile(step_ms, 0.9);
   row.mas_ms = median(mas_ms);
   row.samples_per_s = row.step_ms > 0 ? o.batch_size * 1000.0 / row.step_ms : 0;
   if (o.device.is_cuda()) {
@@ -139,14 +185,15 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
 }
 
 std::string csv_header() {
-  return "backend,precision,B,step_ms,step_ms_min,step_ms_max,mas_ms,peak_mem_mib,samples_per_s,nonfinite_steps";
+  return "backend,precision,mode,B,step_ms,step_ms_min,step_ms_max,step_ms_p90,mas_ms,peak_mem_mib,samples_per_s,"
+         "nonfinite_steps,graphs";
 }
 
 std::string csv_row(const StepBenchRow& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d", r.backend.c_str(), r.precision.c_str(),
-                r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max, r.mas_ms, r.peak_memory_mib, r.samples_per_s,
-                r.nonfinite_steps);
+  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d", r.backend.c_str(),
+                r.precision.c_str(), r.mode.c_str(), r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max,
+                r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs);
   return buf;
 }
 

@@ -8,6 +8,12 @@
 // precision. MAS milliseconds are measured right after each timed step by running the same
 // backend, synchronised, on that step's log-likelihood (the model gives no hook inside its
 // forward); they are not part of a separate step.
+//
+// Two ways to run the step: "eager" (train_step, op by op from the host) and "graph"
+// (GraphedTrainStep: the whole step replayed as a CUDA graph; the first step of each batch
+// shape records it, inside the warm-up). With `profile_path` set, a few more steps after the
+// timed ones run under LibTorch's Kineto profiler and its Chrome trace is written there, each
+// step inside a "monoflow_step" range (scripts/profile_summary.py reads it).
 #pragma once
 
 #include <torch/torch.h>
@@ -31,23 +37,28 @@ struct StepBenchOptions {
   int vocab = 148;
   int n_mels = 80;
   uint64_t seed = 1234;
+  std::string profile_path;    // empty: no profile
+  int profiled_steps = 3;
 };
 
 struct StepBenchRow {
   std::string backend, precision;  // precision: tf32 (float32, TF32 allowed) | fp32 | bf16
+  std::string mode;                // eager | graph
   int batch_size = 0;
   double step_ms = 0;              // median
-  double step_ms_min = 0, step_ms_max = 0;
+  double step_ms_min = 0, step_ms_max = 0, step_ms_p90 = 0;
   double mas_ms = 0;               // median
-  double peak_memory_mib = 0;      // device peak allocated during the timed steps (0 on CPU)
+  double peak_memory_mib = 0;      // device peak allocated over warm-up and timed steps (0 on CPU)
   double samples_per_s = 0;        // batch_size / median step
   int nonfinite_steps = 0;         // timed steps whose loss was not finite (should be 0)
+  int graphs = 0;                  // CUDA graphs recorded (graph mode)
 };
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);
 
+// mode: "eager" or "graph" (CUDA only).
 StepBenchRow bench_train_step(const StepBenchOptions& options, align::Backend backend, const std::string& precision,
-                              const std::vector<data::Batch>& batches);
+                              const std::string& mode, const std::vector<data::Batch>& batches);
 
 std::string csv_header();
 std::string csv_row(const StepBenchRow& row);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Profile hook for scripts/gpu.sh (GPU machine, ~1 minute): the training step of the benchmark
+# (cuda-fast, TF32 and bf16, eager and graph) under LibTorch's Kineto profiler, 3 steps each,
+# summarised by scripts/profile_summary.py: wall time, GPU busy time and share, kernels,
+# launches and synchronisations per step, and the kernels that take the GPU's time.
+# Traces (gzipped) and summaries go to $OUT/profile_*.
+set -uo pipefail
+BIN="$BUILD/bin/bench_train_step"
+[ -x "$BIN" ] || { echo "profile.sh: $BIN not built, skipped"; exit 0; }
+echo "== profile of the training step (Kineto)"
+timeout "${PROFILE_TIMEOUT:-240}" "$BIN" --config configs/ljspeech.yaml --backends cuda-fast \
+  --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes eager,graph --steps 10 --profile "$OUT/profile" \
+  > /dev/null 2> "$OUT/profile_bench.log"
+rc=$?
+[ $rc -eq 0 ] || { echo "bench_train_step --profile exit $rc"; tail -5 "$OUT/profile_bench.log"; }
+for trace in "$OUT"/profile_*.json; do
+  [ -s "$trace" ] || continue
+  name=$(basename "$trace" .json)
+  python3 scripts/profile_summary.py "$trace" --top 12 > "$OUT/$name.txt" 2>&1
+  echo "-- $name"; grep -E "^median|GPU kernel time" "$OUT/$name.txt"
+  gzip -f "$trace"
+done
+exit $rc

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Summarise a Kineto Chrome trace written by `bench_train_step --profile PREFIX`.
+
+Each profiled step sits inside a "monoflow_step" range (the device is synchronised at its
+end). Per step: wall time, GPU busy time (union of kernel, memcpy and memset intervals) and
+its share of the wall time, kernel count, ATen op count, and the CUDA runtime calls that
+matter for host-boundness (launches, graph launches, synchronisations, copies). Then the
+kernels that take the most GPU time, grouped by a short name.
+
+    python3 scripts/profile_summary.py trace.json [--top 15]
+"""
+import argparse
+import collections
+import json
+import re
+import statistics
+
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy ")
+
+
+def short_kernel_name(name):
+    name = re.sub(r"<.*", "", name)          # drop template arguments
+    name = re.sub(r"\(.*", "", name)         # and the argument list
+    return name.split("::")[-1][:60]
+
+
+def union_length(intervals):
+    total, end = 0.0, None
+    for start, stop in sorted(intervals):
+        if end is None or start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("trace")
+    ap.add_argument("--top", type=int, default=15)
+    args = ap.parse_args()
+    events = json.load(open(args.trace))["traceEvents"]
+    events = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("name") == "monoflow_step" and e.get("cat") == "user_annotation")
+    if not steps:
+        raise SystemExit("no monoflow_step ranges in " + args.trace)
+
+    rows, kernel_time = [], collections.Counter()
+    for start, stop in steps:
+        inside = [e for e in events if start <= e["ts"] <= stop]
+        gpu = [e for e in inside if e.get("cat") in GPU_CATS]
+        runtime = collections.Counter(e["name"] for e in inside if e.get("cat") == "cuda_runtime")
+        busy = union_length([(e["ts"], e["ts"] + e["dur"]) for e in gpu]) / 1000.0
+        wall = (stop - start) / 1000.0
+        for e in gpu:
+            if e.get("cat") == "kernel":
+                kernel_time[short_kernel_name(e["name"])] += e["dur"] / 1000.0
+        rows.append({
+            "wall_ms": wall,
+            "gpu_busy_ms": busy,
+            "busy_pct": 100.0 * busy / wall if wall else 0.0,
+            "kernels": sum(1 for e in gpu if e.get("cat") == "kernel"),
+            "aten_ops": sum(1 for e in inside if e.get("cat") == "cpu_op"),
+            "launches": runtime.get("cudaLaunchKernel", 0) + runtime.get("cudaLaunchKernelExC", 0),
+            "graph_launches": runtime.get("cudaGraphLaunch", 0),
+            "syncs": sum(n for name, n in runtime.items() if name.startswith(SYNC_CALLS)),
+            "memcpys": sum(n for name, n in runtime.items() if name.startswith("cudaMemcpy")),
+        })
+
+    keys = list(rows[0])
+    print("profile of %d steps (%s)" % (len(rows), args.trace))
+    print("  ".join("%14s" % k for k in keys))
+    for r in rows:
+        print("  ".join("%14.2f" % r[k] if isinstance(r[k], float) else "%14d" % r[k] for k in keys))
+    print("median: " + ", ".join("%s %.2f" % (k, statistics.median(r[k] for r in rows)) for k in keys))
+    total = sum(kernel_time.values())
+    print("GPU kernel time by kernel (all profiled steps, %.1f ms):" % total)
+    for name, ms in kernel_time.most_common(args.top):
+        print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name))
+
+
+if __name__ == "__main__":
+    main()
