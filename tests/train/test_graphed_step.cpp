@@ -1,0 +1,199 @@
+// The graph-captured training step (src/train/graphed_step.h). On the CPU: padding a batch up
+// to its bucket changes no loss (what makes bucketed graphs exact). On a GPU (skipped
+// without one): the replayed step equals the eager step on the same batch, a non-finite loss
+// skips the update on the device, MAS's errors come back with their step, and each bucket
+// records one graph.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "models/glow_tts.h"
+#include "train/fused_adam.h"
+#include "train/graphed_step.h"
+#include "train/precision.h"
+#include "train/step_bench.h"
+#include "train/train_step.h"
+
+namespace monoflow::train {
+namespace {
+
+bool have_cuda() { return torch::cuda::is_available(); }
+
+// A small Glow-TTS (every kind of layer, with dropout) on the benchmark's vocabulary.
+models::GlowTTSOptions small_options() {
+  return models::GlowTTSOptions(148, 80)
+      .hidden_channels(64)
+      .hidden_channels_enc(64)
+      .hidden_channels_dec(64)
+      .filter_channels(128)
+      .filter_channels_dp(64)
+      .n_layers_enc(2)
+      .n_blocks_dec(3)
+      .n_block_layers(2);
+}
+
+// `b` zero-padded to `t` tokens and `s` frames (what the graphed step does to its inputs).
+data::Batch padded(const data::Batch& b, int64_t t, int64_t s) {
+  namespace F = torch::nn::functional;
+  data::Batch p = b;
+  p.text = F::pad(b.text, F::PadFuncOptions({0, t - b.text.size(1)}));
+  p.mel = F::pad(b.mel, F::PadFuncOptions({0, s - b.mel.size(2)}));
+  return p;
+}
+
+double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto x = a.detach().cpu().to(torch::kDouble), y = b.detach().cpu().to(torch::kDouble);
+  return ((x - y).abs().max() / y.abs().max().clamp_min(1e-30)).item<double>();
+}
+
+// Model B with model A's weights (after A's DDI).
+models::GlowTTS twin_of(models::GlowTTS& a) {
+  models::GlowTTS b(a->options());
+  torch::NoGradGuard no_grad;
+  const auto pa = a->named_parameters();
+  for (auto& p : b->named_parameters()) p.value().copy_(pa[p.key()]);
+  b->set_ddi(false);
+  b->to(a->parameters().front().device());
+  return b;
+}
+
+TEST(GraphedStep, PaddingToTheBucketChangesNoLoss) {
+  torch::manual_seed(3);
+  models::GlowTTS model(small_options());
+  const data::Batch b = synthetic_batches(1, 3, 148, 80, 11)[0];
+  model->set_ddi(true);
+  StepOptions so;
+  eval_step(model, b, so);  // DDI
+  model->eval();
+  const StepResult plain = eval_step(model, b, so);
+  const StepResult pad = eval_step(model, padded(b, b.text.size(1) + 13, b.mel.size(2) + 70), so);
+  EXPECT_LT(relative_difference(pad.loss_mle, plain.loss_mle), 1e-5);
+  EXPECT_LT(relative_difference(pad.loss_dur, plain.loss_dur), 1e-5);
+  // The same alignment inside the true lengths.
+  EXPECT_TRUE(torch::equal(pad.out.durations.slice(1, 0, b.text.size(1)), plain.out.durations));
+}
+
+class GraphedStepCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+    set_allow_tf32(false);  // float32 everywhere: differences below are summation order only
+    torch::manual_seed(5);
+    eager = models::GlowTTS(small_options());
+    eager->to(torch::kCUDA);
+    eager->train();
+    batches = synthetic_batches(2, 4, 148, 80, 17);
+    // A second shape for sure: the first batch with more padding (the next text and mel buckets).
+    batches[1] = padded(batches[0], batches[0].text.size(1) + 16, batches[0].mel.size(2) + 64);
+    for (auto& b : batches) b = to_device(b, torch::kCUDA);
+    options.mas.backend = align::Backend::kCudaFast;
+    {
+      torch::NoGradGuard no_grad;
+      eager->set_ddi(true);
+      eval_step(eager, batches[0], options);
+    }
+    graphed = twin_of(eager);
+    graphed->train();
+  }
+  torch::optim::AdamOptions adam() const { return torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}).eps(1e-9); }
+
+  models::GlowTTS eager{nullptr}, graphed{nullptr};
+  std::vector<data::Batch> batches;
+  StepOptions options;
+};
+
+TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
+  FusedAdam eager_opt(eager->parameters(), adam()), graph_opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, graph_opt, options, GraphBuckets{16, 64, 4});
+  for (int i = 0; i < 3; ++i) {
+    const data::Batch& b = batches[i % 2];  // two shapes, the first one twice (a replay)
+    torch::manual_seed(100 + i);  // same dropout for both
+    const StepResult g = step.step(b, 1e-3, i + 1);
+    const data::Batch& in = step.inputs();  // b padded to its bucket
+    EXPECT_EQ(in.text.size(1) % 16, 0);
+    EXPECT_EQ(in.mel.size(2) % 64, 0);
+    torch::manual_seed(100 + i);
+    const StepResult e = train_step(eager, eager_opt, in, 1e-3, options);
+    ASSERT_TRUE(e.finite);
+    EXPECT_LT(relative_difference(g.loss_mle, e.loss_mle), 1e-5) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.loss_dur, e.loss_dur), 1e-5) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.grad_norm, e.grad_norm), 1e-4) << "step " << i + 1;
+    EXPECT_TRUE(torch::equal(g.out.durations.cpu(), e.out.durations.cpu())) << "step " << i + 1;
+  }
+  EXPECT_EQ(step.graphs(), 2u);
+  // Adam turns each gradient into a step of about lr: weights agree to a small share of it.
+  const auto pe = eager->named_parameters();
+  double worst = 0;
+  for (const auto& p : graphed->named_parameters()) {
+    worst = std::max(worst, (p.value() - pe[p.key()]).abs().max().item<double>());
+  }
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_EQ(step.status().skipped, 0);
+  graph_opt.sync_steps_from_device();
+  for (const auto& p : graphed->parameters()) {
+    const auto& s = static_cast<const torch::optim::AdamParamState&>(*graph_opt.state().at(p.unsafeGetTensorImpl()));
+    EXPECT_EQ(s.step(), 3);
+  }
+}
+
+TEST_F(GraphedStepCuda, NonFiniteLossSkipsTheUpdateOnTheDevice) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, opt, options);
+  data::Batch bad = batches[0];
+  bad.mel = bad.mel.clone();
+  bad.mel[0][0][0] = std::nan("");
+  std::vector<torch::Tensor> before;
+  for (const auto& p : graphed->parameters()) before.push_back(p.detach().clone());
+  step.step(bad, 1e-3, 1);
+  step.step(bad, 1e-3, 2);
+  GraphStatus s = step.status();
+  EXPECT_EQ(s.skipped, 2);
+  EXPECT_EQ(s.longest_nonfinite_run, 2);
+  const auto params = graphed->parameters();
+  for (size_t i = 0; i < params.size(); ++i) ASSERT_TRUE(torch::equal(params[i], before[i])) << i;
+  step.step(batches[0], 1e-3, 3);  // a finite batch of the same shape updates again
+  s = step.status();
+  EXPECT_EQ(s.skipped, 2);
+  EXPECT_EQ(s.longest_nonfinite_run, 2);
+  bool moved = false;
+  for (size_t i = 0; i < params.size(); ++i) moved = moved || !torch::equal(params[i], before[i]);
+  EXPECT_TRUE(moved);
+  opt.sync_steps_from_device();  // only the finite step counted
+  const auto& s0 = static_cast<const torch::optim::AdamParamState&>(*opt.state().at(params[0].unsafeGetTensorImpl()));
+  EXPECT_EQ(s0.step(), 1);
+}
+
+TEST_F(GraphedStepCuda, BadLengthsComeBackWithTheirStep) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, opt, options);
+  step.step(batches[0], 1e-3, 1);
+  data::Batch bad = batches[0];
+  bad.mel_lengths = bad.mel_lengths.clone();
+  bad.mel_lengths[2] = 4;  // fewer frames than tokens: no monotonic alignment
+  step.step(bad, 1e-3, 2);
+  step.step(batches[0], 1e-3, 3);
+  const GraphStatus s = step.status();
+  EXPECT_EQ(s.bad_lengths_step, 2);
+  EXPECT_EQ(s.bad_lengths_item, 2);
+  EXPECT_EQ(s.skipped, 1);
+  EXPECT_EQ(s.timeout_step, 0);
+}
+
+TEST_F(GraphedStepCuda, OneGraphPerBucketAndTheOldestDropped) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, opt, options, GraphBuckets{16, 64, 1});
+  step.step(batches[0], 1e-3, 1);
+  step.step(batches[0], 1e-3, 2);
+  EXPECT_EQ(step.graphs(), 1u);
+  step.step(batches[1], 1e-3, 3);  // another bucket: the first graph goes
+  EXPECT_EQ(step.graphs(), 1u);
+  EXPECT_EQ(step.inputs().mel.size(2) % 64, 0);
+  step.step(batches[0], 1e-3, 4);
+  const GraphStatus s = step.status();
+  EXPECT_EQ(s.skipped, 0);
+  for (const auto& p : graphed->parameters()) ASSERT_TRUE(torch::isfinite(p).all().item<bool>());
+}
+
+}  // namespace
+}  // namespace monoflow::train
