@@ -228,10 +228,7 @@ std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Te
     w = weight;
     logdet = log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2});
   }
-  // The mixing as one batched matrix product over the flattened channel groups and frames:
-  // cuDNN ran the equivalent 1x1 conv2d with 4 channels through a 32x32 GEMM tile (106 us
-  // per flow on an H100 at the benchmark batch; docs/benchmarks.md has the product's time).
-  auto z = torch::matmul(w, x.view({b, s, -1})).view({b, s, c / s, t});
+  auto z = torch::conv2d(x, w.view({s, s, 1, 1}));
   z = z.reshape({b, 2, s / 2, c / s, t}).permute({0, 1, 3, 2, 4}).reshape({b, c, t}) * x_mask;
   return {z, logdet};
 }
