@@ -2,7 +2,8 @@
 
 namespace monoflow::train {
 
-std::pair<torch::optim::AdamParamState*, FusedAdam::StepCounter*> FusedAdam::state_of(const torch::Tensor& p) {
+std::pair<torch::optim::AdamParamState*, FusedAdam::StepCounter*> FusedAdam::state_of(const torch::Tensor& p,
+                                                                                       bool amsgrad) {
   void* key = p.unsafeGetTensorImpl();
   auto it = state_.find(key);
   if (it == state_.end()) {
@@ -13,6 +14,7 @@ std::pair<torch::optim::AdamParamState*, FusedAdam::StepCounter*> FusedAdam::sta
     it = state_.emplace(key, std::move(s)).first;
   }
   auto& s = static_cast<torch::optim::AdamParamState&>(*it->second);
+  if (amsgrad && !s.max_exp_avg_sq().defined()) s.max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
   StepCounter& c = counters_[key];
   if (!c.value.defined() || c.state != &s || c.mirror != s.step()) {
     // New or reloaded state: (re)build the device counter from the saved integer.
@@ -29,9 +31,6 @@ void FusedAdam::fused_update(const std::vector<torch::Tensor>& params, const std
   std::vector<torch::Tensor> grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
   for (const auto& p : params) {
     auto& s = static_cast<torch::optim::AdamParamState&>(*state_.at(p.unsafeGetTensorImpl()));
-    if (o.amsgrad() && !s.max_exp_avg_sq().defined()) {
-      s.max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    }
     grads.push_back(p.grad());
     exp_avgs.push_back(s.exp_avg());
     exp_avg_sqs.push_back(s.exp_avg_sq());
@@ -62,7 +61,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       TORCH_CHECK(!p.grad().is_sparse(), "FusedAdam does not support sparse gradients");
-      auto [s, c] = state_of(p);
+      auto [s, c] = state_of(p, o.amsgrad());
       s->step(s->step() + 1);
       c->mirror = s->step();
       params.push_back(p);
@@ -87,12 +86,7 @@ void FusedAdam::init_state() {
   sync_steps_from_device();
   for (auto& group : param_groups_) {
     const bool amsgrad = static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad();
-    for (auto& p : group.params()) {
-      auto* s = state_of(p).first;
-      if (amsgrad && !s->max_exp_avg_sq().defined()) {
-        s->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-      }
-    }
+    for (auto& p : group.params()) state_of(p, amsgrad);
   }
 }
 

@@ -49,8 +49,8 @@ class FusedAdam : public torch::optim::Adam {
     int64_t mirror = -1;   // the AdamParamState step it holds
     const void* state = nullptr;  // which state object it mirrors
   };
-  // The state and counter of p, created or rebuilt as needed.
-  std::pair<torch::optim::AdamParamState*, StepCounter*> state_of(const torch::Tensor& p);
+  // The state (max_exp_avg_sq too with amsgrad) and counter of p, created or rebuilt as needed.
+  std::pair<torch::optim::AdamParamState*, StepCounter*> state_of(const torch::Tensor& p, bool amsgrad);
   void fused_update(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& steps,
                     const torch::optim::AdamOptions& options, const torch::Tensor& lr,
                     const torch::Tensor& found_inf);

@@ -212,10 +212,14 @@ struct GraphedTrainStep::Impl {
     captured.block(current);
   }
 
-  Entry& entry_for(const data::Batch& h) {
+  // The entry for h's padded shape with h uploaded into its inputs; a new shape is recorded.
+  Entry& prepare(const data::Batch& h) {
     const Shape shape = shape_of(h);
     auto it = entries.find(shape);
-    if (it != entries.end()) return it->second;
+    if (it != entries.end()) {
+      upload(it->second, h);
+      return it->second;
+    }
     const auto [b, t, s] = shape;
     Entry& e = entries[shape];
     const auto on_device = torch::TensorOptions().device(device);
@@ -246,9 +250,7 @@ struct GraphedTrainStep::Impl {
 
   StepResult step(const data::Batch& h, double lr_value, int64_t step) {
     const c10::cuda::CUDAGuard guard(device);
-    const bool known = entries.count(shape_of(h)) > 0;
-    Entry& e = entry_for(h);
-    if (known) upload(e, h);
+    Entry& e = prepare(h);
     lr.fill_(lr_value);
     step_number.fill_(step);
     e.graph->replay();

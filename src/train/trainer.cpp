@@ -101,6 +101,7 @@ class Trainer {
   CheckpointState checkpoint_state() const;
   void start_graphs();
   void poll_graphs();
+  void stop_if_nonfinite_run(int64_t in_row) const;
 
   const Config& c_;
   const RunOptions& o_;
@@ -368,12 +369,16 @@ void Trainer::poll_graphs() {
         std::to_string(step_) + " (" + std::to_string(s.skipped) + " in total)");
     skipped_ = s.skipped;
   }
-  if (s.longest_nonfinite_run >= c_.train.max_nonfinite_steps) {
-    throw UserError("training stopped: the loss was non-finite for " + std::to_string(s.longest_nonfinite_run) +
-                    " steps in a row (train.max_nonfinite_steps); lower train.learning_rate, check the "
-                    "data, or resume from an earlier checkpoint" +
-                    (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
-  }
+  stop_if_nonfinite_run(s.longest_nonfinite_run);
+}
+
+// Eager and graphed steps alike: this many non-finite steps in a row end the run.
+void Trainer::stop_if_nonfinite_run(int64_t in_row) const {
+  if (in_row < c_.train.max_nonfinite_steps) return;
+  throw UserError("training stopped: the loss was non-finite for " + std::to_string(in_row) +
+                  " steps in a row (train.max_nonfinite_steps); lower train.learning_rate, check the "
+                  "data, or resume from an earlier checkpoint" +
+                  (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
 }
 
 // mle, dur: this step's losses averaged over ranks. Rank 0 only.
@@ -551,12 +556,7 @@ RunSummary Trainer::run() {
           std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) +
           "): update skipped (" + std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) +
           " in total)");
-      if (nonfinite_in_row_ >= c_.train.max_nonfinite_steps) {
-        throw UserError("training stopped: the loss was non-finite for " + std::to_string(nonfinite_in_row_) +
-                        " steps in a row (train.max_nonfinite_steps); lower train.learning_rate, check the "
-                        "data, or resume from an earlier checkpoint" +
-                        (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
-      }
+      stop_if_nonfinite_run(nonfinite_in_row_);
       continue;
     }
     nonfinite_in_row_ = 0;
