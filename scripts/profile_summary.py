@@ -8,6 +8,10 @@ matter for host-boundness (launches, graph launches, synchronisations, copies). 
 kernels that take the most GPU time, grouped by a short name.
 
     python3 scripts/profile_summary.py trace.json [--top 15]
+
+Eager traces also get the GPU time by launching op: each kernel is tied to its launch through
+the CUPTI correlation id, and the launch to the ATen ops around it on the host thread, named
+"outer / inner" (outer: the autograd node for backward work, else the outermost op).
 """
 import argparse
 import collections
@@ -37,6 +41,31 @@ def union_length(intervals):
     return total
 
 
+def launching_ops(events):
+    """correlation id -> "outer / inner" op names of the host ops around each kernel launch."""
+    by_tid = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") in ("cpu_op", "cuda_runtime"):
+            by_tid[e.get("tid")].append(e)
+    names = {}
+    for items in by_tid.values():
+        items.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in items:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
+                stack.pop()
+            if e["cat"] == "cpu_op":
+                stack.append(e)
+                continue
+            corr = e.get("args", {}).get("correlation")
+            if corr is None or not stack:
+                continue
+            nodes = [s["name"] for s in stack if s["name"].startswith("autograd::engine::evaluate_function")]
+            outer = nodes[-1].split(": ")[-1] if nodes else stack[0]["name"]
+            names[corr] = "%s / %s" % (outer, stack[-1]["name"])
+    return names
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
@@ -49,7 +78,8 @@ def main():
     if not steps:
         raise SystemExit("no monoflow_step ranges in " + args.trace)
 
-    rows, kernel_time = [], collections.Counter()
+    op_names = launching_ops(events)
+    rows, kernel_time, op_time = [], collections.Counter(), collections.Counter()
     for start, stop in steps:
         inside = [e for e in events if start <= e["ts"] <= stop]
         gpu = [e for e in inside if e.get("cat") in GPU_CATS]
@@ -59,6 +89,9 @@ def main():
         for e in gpu:
             if e.get("cat") == "kernel":
                 kernel_time[short_kernel_name(e["name"])] += e["dur"] / 1000.0
+                op = op_names.get(e.get("args", {}).get("correlation"))
+                if op:
+                    op_time[op] += e["dur"] / 1000.0
         rows.append({
             "wall_ms": wall,
             "gpu_busy_ms": busy,
@@ -81,6 +114,10 @@ def main():
     print("GPU kernel time by kernel (all profiled steps, %.1f ms):" % total)
     for name, ms in kernel_time.most_common(args.top):
         print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name))
+    if op_time:
+        print("GPU kernel time by launching op (outer / inner):")
+        for name, ms in op_time.most_common(args.top):
+            print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name[:110]))
 
 
 if __name__ == "__main__":

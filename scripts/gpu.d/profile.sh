@@ -16,7 +16,7 @@ rc=$?
 for trace in "$OUT"/profile_*.json; do
   [ -s "$trace" ] || continue
   name=$(basename "$trace" .json)
-  python3 scripts/profile_summary.py "$trace" --top 12 > "$OUT/$name.txt" 2>&1
+  python3 scripts/profile_summary.py "$trace" --top "${PROFILE_TOP:-12}" > "$OUT/$name.txt" 2>&1
   echo "-- $name"; grep -E "^median|GPU kernel time" "$OUT/$name.txt"
   gzip -f "$trace"
 done
