@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
+
+#include "models/wn_fused.h"
 
 namespace monoflow::models {
 
@@ -100,7 +103,7 @@ WeightNormConv1dImpl::WeightNormConv1dImpl(int64_t in_channels, int64_t out_chan
 torch::Tensor WeightNormConv1dImpl::weight() const { return torch::_weight_norm(weight_v, weight_g, 0); }
 
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
-  return torch::conv1d(x, weight(), bias, /*stride=*/1, padding_, dilation_);
+  return conv_over_time(x, weight(), bias, padding_, dilation_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,7 +127,8 @@ WNImpl::WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_ra
   }
 }
 
-torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g_in) {
+torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, const torch::Tensor& g_in) {
+  const torch::Tensor x_mask = x_mask_in.contiguous();  // once, not in every layer's update
   auto output = torch::zeros_like(x);
   torch::Tensor g;
   if (g_in.defined()) g = cond_layer->forward(g_in);
@@ -132,16 +136,14 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask, cons
   for (int64_t i = 0; i < n_layers_; ++i) {
     auto x_in = in_layers[i]->as<WeightNormConv1d>()->forward(x);
     x_in = torch::dropout(x_in, p_dropout_, is_training());
-    if (g.defined()) x_in = x_in + g.slice(1, i * 2 * h, (i + 1) * 2 * h);
-    // chunk, not slice: the backward of a split is one concatenation, where each slice's
-    // would fill a zero tensor, copy into it, and add the two (three kernels per half).
-    const auto gate = x_in.chunk(2, 1);
-    auto acts = torch::tanh(gate[0]) * torch::sigmoid(gate[1]);
+    if (g.defined()) {
+      auto g_l = g.slice(1, i * 2 * h, (i + 1) * 2 * h);
+      x_in = x_in + (x_in.dim() == 4 ? g_l.unsqueeze(-1) : g_l);  // [B, 2H, 1(, 1)] over time
+    }
+    auto acts = tanh_sigmoid_gate(x_in);
     auto res_skip = res_skip_layers[i]->as<WeightNormConv1d>()->forward(acts);
     if (i < n_layers_ - 1) {
-      const auto res_and_skip = res_skip.chunk(2, 1);
-      x = (x + res_and_skip[0]) * x_mask;
-      output = output + res_and_skip[1];
+      std::tie(x, output) = residual_skip(x, output, res_skip, x_mask);
     } else {
       output = output + res_skip;
     }
@@ -254,9 +256,14 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   const auto halves = x.split(half, 1);  // split, not slice: see WN::forward
   const auto& x_0 = halves[0];
   const auto& x_1 = halves[1];
-  auto h = start->forward(x_0) * x_mask;
-  h = wn->forward(h, x_mask, g);
-  auto out = end->forward(h);
+  // On a GPU the coupling network runs on [B, C, 1, T] ChannelsLast tensors (wn_fused.h says
+  // why); m and logs come back as [B, C, T] views.
+  const auto time_rows = to_time_rows(x_0);
+  const auto mask = time_rows.dim() == 4 ? x_mask.unsqueeze(2) : x_mask;
+  auto h = start->forward(time_rows) * mask;
+  h = wn->forward(h, mask, g);
+  auto out = conv_over_time(h, end->weight, end->bias);
+  if (out.dim() == 4) out = out.squeeze(2);
   const auto m_and_logs = out.split(half, 1);
   const auto& m = m_and_logs[0];
   auto logs = m_and_logs[1];

@@ -1,0 +1,46 @@
+// Host-callable launchers of the WaveNet (WN) layer's fused elementwise kernels: raw device
+// pointers and a cudaStream_t, no torch headers, so the .cu files compile quickly
+// (wn_fused.cpp holds the torch side: autograd, dtype dispatch, layouts).
+//
+// Shared layout: a WN activation [B, C, T] is addressed as (outer, C, inner) with the channel
+// axis in the middle: outer = B and inner = T for the usual contiguous [B, C, T], outer = B * T
+// and inner = 1 for channels-last memory ([B, T, C], what cuDNN's NHWC kernels read without a
+// transpose). `span` = C_half * inner: the elements of one half of one outer row.
+// Element types: T is float, __half or __nv_bfloat16; arithmetic is in float.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace monoflow::models::kernels {
+
+// acts = tanh(a) * sigmoid(b), where (a, b) are the two channel halves of `in`
+// [outer, 2 * span] and acts is [outer, span].
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, T* acts, int64_t outer, int64_t span,
+                                             cudaStream_t stream);
+
+// grad_in [outer, 2 * span] from grad_acts [outer, span], recomputing tanh and sigmoid from
+// `in` (nothing but the input is kept for backward).
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const T* grad_acts, T* grad_in, int64_t outer,
+                                              int64_t span, cudaStream_t stream);
+
+// The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
+// (res, skip) channel halves and x, skip_sum [outer, span] (float):
+//   x_out = (x + res) * mask,  skip_out = skip_sum + skip.
+// mask is float, one value per (outer, inner) position: mask[o * inner + i].
+template <typename R>
+cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip,
+                                         const float* mask, float* x_out, float* skip_out, int64_t outer,
+                                         int64_t span, int64_t inner, cudaStream_t stream);
+
+// Its backward: grad_x = grad_x_out * mask, grad_res_skip = [grad_x_out * mask, grad_skip_out]
+// (the skip sum's own gradient is grad_skip_out itself, so it needs no kernel).
+template <typename R>
+cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const float* mask,
+                                          float* grad_x, R* grad_res_skip, int64_t outer, int64_t span,
+                                          int64_t inner, cudaStream_t stream);
+
+}  // namespace monoflow::models::kernels

@@ -1,0 +1,77 @@
+#include "models/wn_fused.h"
+
+#include <vector>
+
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/wn_fused_cuda.h"
+#endif
+
+namespace monoflow::models {
+
+bool is_channels_last_1d(const torch::Tensor& t) {
+  if (t.dim() != 3) return false;
+  const int64_t c = t.size(1), n = t.size(2);
+  return t.stride(1) == 1 && (n == 1 || t.stride(2) == c) && (t.size(0) == 1 || t.stride(0) == c * n);
+}
+
+torch::Tensor to_channels_last_1d(const torch::Tensor& t) {
+  if (is_channels_last_1d(t)) return t;
+  return t.transpose(1, 2).contiguous().transpose(1, 2);
+}
+
+torch::Tensor to_time_rows(const torch::Tensor& x) {
+  if (!x.is_cuda() || x.dim() != 3) return x;
+  return x.unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
+torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                             int64_t padding, int64_t dilation) {
+  if (x.dim() == 4) {
+    const std::vector<int64_t> stride{1, 1}, padding_2d{0, padding}, dilation_2d{1, dilation};
+    return torch::conv2d(x, weight.unsqueeze(2), bias, stride, padding_2d, dilation_2d);
+  }
+  return torch::conv1d(x, weight, bias, /*stride=*/1, padding, dilation);
+}
+
+namespace {
+// [B, C, 1, T] -> [B, C, T] (a view: ChannelsLast becomes channels-last 3-D).
+bool is_time_rows(const torch::Tensor& t) { return t.dim() == 4 && t.size(2) == 1; }
+}  // namespace
+
+torch::Tensor tanh_sigmoid_gate_reference(const torch::Tensor& x_in) {
+  // chunk, not slice: the backward of a split is one concatenation, where each slice's would
+  // fill a zero tensor, copy into it, and add the two (three kernels per half).
+  const auto gate = x_in.chunk(2, 1);
+  return torch::tanh(gate[0]) * torch::sigmoid(gate[1]);
+}
+
+torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in) {
+  if (is_time_rows(x_in)) return tanh_sigmoid_gate(x_in.squeeze(2)).unsqueeze(2);
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_gate_applies(x_in)) return cuda::tanh_sigmoid_gate(x_in);
+#endif
+  return tanh_sigmoid_gate_reference(x_in);
+}
+
+std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Tensor& x, const torch::Tensor& skip_sum,
+                                                                const torch::Tensor& res_skip,
+                                                                const torch::Tensor& x_mask) {
+  const auto res_and_skip = res_skip.chunk(2, 1);
+  return {(x + res_and_skip[0]) * x_mask, skip_sum + res_and_skip[1]};
+}
+
+std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
+                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask) {
+  if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
+    auto [x_out, skip_out] = residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), x_mask.squeeze(2));
+    return {x_out.unsqueeze(2), skip_out.unsqueeze(2)};
+  }
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_residual_applies(x, skip_sum, res_skip, x_mask)) {
+    return cuda::residual_skip(x, skip_sum, res_skip, x_mask);
+  }
+#endif
+  return residual_skip_reference(x, skip_sum, res_skip, x_mask);
+}
+
+}  // namespace monoflow::models

@@ -1,0 +1,45 @@
+// The WaveNet (WN) layer's elementwise work, fused on CUDA: the tanh-sigmoid gate and the
+// residual/skip update. Each op has a composite reference (plain ATen ops, what runs on the
+// CPU and for dtypes or layouts the kernels do not take) and a CUDA path with one kernel per
+// direction (kernels/wn_fused.cu); tests/models/test_wn_fused.cpp holds them to each other.
+//
+// Layouts: [B, C, T] tensors contiguous or channels-last (memory [B, T, C]), and [B, C, 1, T]
+// tensors in torch's ChannelsLast format, which is how the coupling network runs on a GPU:
+// cuDNN's convolution kernels are NHWC and transpose every NCHW input and gradient (10% of
+// the step's GPU time in the profile, docs/benchmarks.md), while LibTorch keeps a layout
+// only for 4-D tensors (conv1d makes 3-D inputs contiguous; dropout's backward and other
+// ops allocate 3-D results contiguous). Outputs keep their input's layout.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+namespace monoflow::models {
+
+// tanh(a) * sigmoid(b) for the channel halves (a, b) of x_in [B, 2H, (1,) T] -> [B, H, (1,) T]; the
+// official commons.fused_add_tanh_sigmoid_multiply without its conditioning add.
+torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in);
+torch::Tensor tanh_sigmoid_gate_reference(const torch::Tensor& x_in);
+
+// One WN layer's residual and skip update (all layers but the last), res_skip [B, 2H, (1,) T] split
+// into (res, skip): returns ((x + res) * x_mask, skip_sum + skip).
+std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
+                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask);
+std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Tensor& x, const torch::Tensor& skip_sum,
+                                                                const torch::Tensor& res_skip,
+                                                                const torch::Tensor& x_mask);
+
+// Channels-last [B, C, T]: strides (C * T, 1, C).
+bool is_channels_last_1d(const torch::Tensor& t);
+torch::Tensor to_channels_last_1d(const torch::Tensor& t);
+
+// The coupling network's input on a GPU: [B, C, T] -> [B, C, 1, T] ChannelsLast (else as is).
+torch::Tensor to_time_rows(const torch::Tensor& x);
+
+// A stride-1 convolution over time, weight [C_out, C_in, K]: torch::conv1d for [B, C, T],
+// conv2d with a [C_out, C_in, 1, K] view of the weight for [B, C, 1, T] (keeping ChannelsLast).
+torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                             int64_t padding = 0, int64_t dilation = 1);
+
+}  // namespace monoflow::models

@@ -1,0 +1,22 @@
+// CUDA paths of models/wn_fused.h (compiled only with MONOFLOW_HAS_CUDA): autograd functions
+// around kernels/wn_fused.cu, and the conditions under which they apply.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <utility>
+
+namespace monoflow::models::cuda {
+
+// CUDA tensor of float/half/bfloat16, [B, 2H, T].
+bool fused_gate_applies(const torch::Tensor& x_in);
+torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in);
+
+// x and skip_sum float [B, H, T], res_skip float/half/bfloat16 [B, 2H, T], all CUDA and in
+// one layout (contiguous or channels-last); x_mask [B, 1, T].
+bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
+                            const torch::Tensor& x_mask);
+std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
+                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask);
+
+}  // namespace monoflow::models::cuda

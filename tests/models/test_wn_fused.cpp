@@ -1,0 +1,174 @@
+// The WN layer's fused ops (models/wn_fused.h): the CUDA kernels against the composite
+// references, forward and backward, in both layouts and every kernel dtype (GPU tests skip
+// without a device); the layout helpers and the CPU dispatch on any machine.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "models/wn_fused.h"
+
+namespace monoflow::models {
+namespace {
+
+bool have_cuda() { return torch::cuda::is_available(); }
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.cpu().to(torch::kDouble) - b.cpu().to(torch::kDouble)).abs().max().item<double>();
+}
+
+// A [B, C, T] tensor with the given layout (values identical either way).
+torch::Tensor randn_in(int64_t b, int64_t c, int64_t t, bool channels_last, torch::TensorOptions options) {
+  auto x = torch::randn({b, c, t}, torch::TensorOptions().dtype(torch::kFloat)).to(options);
+  return channels_last ? to_channels_last_1d(x) : x;
+}
+
+torch::Tensor mask_of(const std::vector<int64_t>& lengths, int64_t t, torch::Device device) {
+  auto range = torch::arange(t).unsqueeze(0);
+  auto len = torch::tensor(lengths).unsqueeze(1);
+  return (range < len).to(torch::kFloat).unsqueeze(1).to(device);
+}
+
+TEST(WnFused, ChannelsLastHelpers) {
+  auto x = torch::arange(24, torch::kFloat).view({2, 3, 4});
+  EXPECT_FALSE(is_channels_last_1d(x));
+  auto y = to_channels_last_1d(x);
+  EXPECT_TRUE(is_channels_last_1d(y));
+  EXPECT_EQ(y.strides(), (std::vector<int64_t>{12, 1, 3}));
+  EXPECT_TRUE(torch::equal(x, y));
+  EXPECT_EQ(to_channels_last_1d(y).data_ptr(), y.data_ptr());  // already channels-last: no copy
+}
+
+TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
+  auto x_in = torch::tensor({0.5f, -1.0f, 2.0f, 0.25f}).view({1, 4, 1});
+  auto acts = tanh_sigmoid_gate(x_in);
+  EXPECT_NEAR(acts[0][0][0].item<float>(), std::tanh(0.5f) / (1 + std::exp(-2.0f)), 1e-6);
+  EXPECT_NEAR(acts[0][1][0].item<float>(), std::tanh(-1.0f) / (1 + std::exp(-0.25f)), 1e-6);
+
+  auto x = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({1, 2, 2});
+  auto skip = torch::tensor({10.0f, 20.0f, 30.0f, 40.0f}).view({1, 2, 2});
+  auto res_skip = torch::arange(8, torch::kFloat).view({1, 4, 2});
+  auto mask = torch::tensor({1.0f, 0.0f}).view({1, 1, 2});
+  auto [x_out, skip_out] = residual_skip(x, skip, res_skip, mask);
+  EXPECT_TRUE(torch::equal(x_out, torch::tensor({1.0f, 0.0f, 5.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(skip_out, torch::tensor({14.0f, 25.0f, 36.0f, 47.0f}).view({1, 2, 2})));
+}
+
+struct Case {
+  torch::ScalarType dtype;
+  bool channels_last;
+  int64_t b, h, t;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (bool cl : {false, true}) {
+      out.push_back({dtype, cl, 4, 192, 96});  // packed path
+      out.push_back({dtype, cl, 3, 5, 37});    // odd sizes: element-wise path
+    }
+  }
+  return out;
+}
+
+// Tolerances, relative to the largest reference value: float matches the composite to a few
+// ulp; 16-bit types round once where the composite rounds after every op, so they differ by
+// about one unit of their precision (bfloat16 2^-8, half 2^-11).
+double tolerance(torch::ScalarType dtype) {
+  return dtype == torch::kFloat ? 2e-6 : dtype == torch::kBFloat16 ? 1e-2 : 2e-3;
+}
+double scale_of(const torch::Tensor& reference) {
+  return std::max(1.0, reference.abs().max().item<double>());
+}
+
+TEST(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(3);
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
+                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
+    auto options = torch::TensorOptions().dtype(c.dtype).device(torch::kCUDA);
+    auto x_ref = (randn_in(c.b, 2 * c.h, c.t, c.channels_last, options) * 2).detach().requires_grad_(true);
+    auto x_fused = x_ref.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true);
+    auto grad = randn_in(c.b, c.h, c.t, c.channels_last, options);
+
+    auto ref = tanh_sigmoid_gate_reference(x_ref);
+    auto fused = tanh_sigmoid_gate(x_fused);
+    EXPECT_EQ(fused.scalar_type(), c.dtype);
+    EXPECT_EQ(is_channels_last_1d(fused), c.channels_last && c.t > 1);
+    EXPECT_LE(max_abs_diff(fused, ref), tolerance(c.dtype) * scale_of(ref));
+    ref.backward(grad);
+    fused.backward(grad);
+    EXPECT_LE(max_abs_diff(x_fused.grad(), x_ref.grad()), tolerance(c.dtype) * scale_of(x_ref.grad()));
+    EXPECT_GT(x_ref.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
+TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(4);
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
+                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+    auto x = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+    auto skip = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+    auto res_skip = randn_in(c.b, 2 * c.h, c.t, c.channels_last, f32.dtype(c.dtype));
+    std::vector<int64_t> lengths(c.b, c.t);
+    lengths[0] = c.t / 2;  // padding inside the batch
+    auto mask = mask_of(lengths, c.t, torch::kCUDA);
+    std::vector<torch::Tensor> ref_in, fused_in;
+    for (const auto& t : {x, skip, res_skip}) {
+      ref_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+      fused_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+    }
+    auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2], mask);
+    auto [fx, fs] = residual_skip(fused_in[0], fused_in[1], fused_in[2], mask);
+    EXPECT_EQ(is_channels_last_1d(fx), c.channels_last && c.t > 1);
+    EXPECT_LE(max_abs_diff(fx, rx), 1e-6);
+    EXPECT_LE(max_abs_diff(fs, rs), 1e-6);
+    EXPECT_EQ(fx.slice(2, c.t / 2)[0].abs().sum().item<double>(), 0.0);  // padding stays zero
+    auto gx = randn_in(c.b, c.h, c.t, c.channels_last, f32), gs = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+    torch::autograd::backward({rx, rs}, {gx, gs});
+    torch::autograd::backward({fx, fs}, {gx, gs});
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("input " + std::to_string(k));
+      EXPECT_EQ(fused_in[k].grad().scalar_type(), ref_in[k].grad().scalar_type());
+      EXPECT_LE(max_abs_diff(fused_in[k].grad(), ref_in[k].grad()), 1e-6);
+    }
+  }
+}
+
+TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuDNN(false);
+  torch::manual_seed(5);
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+  auto weight = torch::randn({12, 8, 5}, f32), bias = torch::randn({12}, f32);
+  auto x = torch::randn({3, 8, 40}, f32);
+  auto rows = to_time_rows(x);
+  ASSERT_EQ(rows.sizes(), (std::vector<int64_t>{3, 8, 1, 40}));
+  EXPECT_TRUE(rows.is_contiguous(torch::MemoryFormat::ChannelsLast));
+
+  auto expected = torch::conv1d(x, weight, bias, 1, 4, 2);
+  auto y = conv_over_time(rows, weight, bias, /*padding=*/4, /*dilation=*/2);
+  EXPECT_TRUE(y.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_LE(max_abs_diff(y.squeeze(2), expected), 1e-4);
+  EXPECT_LE(max_abs_diff(conv_over_time(x, weight, bias, 4, 2), expected), 1e-4);
+
+  // The fused ops take [B, C, 1, T] and keep ChannelsLast.
+  auto acts = tanh_sigmoid_gate(y);
+  EXPECT_TRUE(acts.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_LE(max_abs_diff(acts.squeeze(2), tanh_sigmoid_gate_reference(expected)), 1e-5);
+  auto mask = mask_of({40, 20, 33}, 40, torch::kCUDA);
+  auto x6 = to_time_rows(torch::randn({3, 6, 40}, f32));
+  auto [x_out, skip_out] = residual_skip(x6, x6 * 2, y, mask.unsqueeze(2));
+  EXPECT_TRUE(x_out.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  auto [x_ref, skip_ref] = residual_skip_reference(x6.squeeze(2), x6.squeeze(2) * 2, y.squeeze(2), mask);
+  EXPECT_LE(max_abs_diff(x_out.squeeze(2), x_ref), 1e-6);
+  EXPECT_LE(max_abs_diff(skip_out.squeeze(2), skip_ref), 1e-6);
+  at::globalContext().setAllowTF32CuDNN(true);
+}
+
+}  // namespace
+}  // namespace monoflow::models
