@@ -106,6 +106,10 @@ torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
   return conv_over_time(x, weight(), bias, padding_, dilation_);
 }
 
+torch::Tensor WeightNormConv1dImpl::forward_without_bias(const torch::Tensor& x) {
+  return conv_over_time(x, weight(), {}, padding_, dilation_);
+}
+
 // ---------------------------------------------------------------------------------------------
 WNImpl::WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
                int64_t gin_channels, double p_dropout)
@@ -132,20 +136,31 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
   auto output = torch::zeros_like(x);
   torch::Tensor g;
   if (g_in.defined()) g = cond_layer->forward(g_in);
+  // Fused kernels (wn_fused.h) take the convolutions' biases and the dropout; the speaker
+  // conditioning, added after dropout, keeps the composite path.
+  const bool fused = wn_fused_applies(x) && !g.defined();
   const int64_t h = hidden_channels_;
   for (int64_t i = 0; i < n_layers_; ++i) {
-    auto x_in = in_layers[i]->as<WeightNormConv1d>()->forward(x);
-    x_in = torch::dropout(x_in, p_dropout_, is_training());
-    if (g.defined()) {
-      auto g_l = g.slice(1, i * 2 * h, (i + 1) * 2 * h);
-      x_in = x_in + (x_in.dim() == 4 ? g_l.unsqueeze(-1) : g_l);  // [B, 2H, 1(, 1)] over time
-    }
-    auto acts = tanh_sigmoid_gate(x_in);
-    auto res_skip = res_skip_layers[i]->as<WeightNormConv1d>()->forward(acts);
-    if (i < n_layers_ - 1) {
-      std::tie(x, output) = residual_skip(x, output, res_skip, x_mask);
+    auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
+    auto& res_skip_layer = *res_skip_layers[i]->as<WeightNormConv1d>();
+    const bool last = i == n_layers_ - 1;
+    torch::Tensor acts;
+    if (fused) {
+      acts = gated_activation(in_layer.forward_without_bias(x), in_layer.bias, p_dropout_, is_training());
     } else {
-      output = output + res_skip;
+      auto x_in = torch::dropout(in_layer.forward(x), p_dropout_, is_training());
+      if (g.defined()) {
+        auto g_l = g.slice(1, i * 2 * h, (i + 1) * 2 * h);
+        x_in = x_in + (x_in.dim() == 4 ? g_l.unsqueeze(-1) : g_l);  // [B, 2H, 1(, 1)] over time
+      }
+      acts = gated_activation(x_in);
+    }
+    if (last) {
+      output = output + res_skip_layer.forward(acts);
+    } else if (fused) {
+      std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
+    } else {
+      std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward(acts), {}, x_mask);
     }
   }
   return output * x_mask;

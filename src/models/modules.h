@@ -56,6 +56,8 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   WeightNormConv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                        int64_t dilation = 1, int64_t padding = 0);
   torch::Tensor forward(const torch::Tensor& x);
+  // The convolution alone, for callers that fuse the bias into a later kernel.
+  torch::Tensor forward_without_bias(const torch::Tensor& x);
   torch::Tensor weight() const;  // the effective weight
   torch::Tensor bias, weight_g, weight_v;
 

@@ -34,44 +34,70 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
 }
 
 namespace {
+
 // [B, C, 1, T] -> [B, C, T] (a view: ChannelsLast becomes channels-last 3-D).
 bool is_time_rows(const torch::Tensor& t) { return t.dim() == 4 && t.size(2) == 1; }
+
+// bias [C] broadcast over x [B, C, T] or [B, C, 1, T].
+torch::Tensor over_channels(const torch::Tensor& bias, const torch::Tensor& x) {
+  std::vector<int64_t> shape(x.dim(), 1);
+  shape[1] = -1;
+  return bias.view(shape);
+}
+
 }  // namespace
 
-torch::Tensor tanh_sigmoid_gate_reference(const torch::Tensor& x_in) {
+bool wn_fused_applies(const torch::Tensor& x) {
+#ifdef MONOFLOW_HAS_CUDA
+  return x.is_cuda();
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+torch::Tensor gated_activation_reference(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p,
+                                         bool training) {
+  auto x = bias.defined() ? x_in + over_channels(bias, x_in) : x_in;
+  x = torch::dropout(x, dropout_p, training);
   // chunk, not slice: the backward of a split is one concatenation, where each slice's would
   // fill a zero tensor, copy into it, and add the two (three kernels per half).
-  const auto gate = x_in.chunk(2, 1);
+  const auto gate = x.chunk(2, 1);
   return torch::tanh(gate[0]) * torch::sigmoid(gate[1]);
 }
 
-torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in) {
-  if (is_time_rows(x_in)) return tanh_sigmoid_gate(x_in.squeeze(2)).unsqueeze(2);
+torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p, bool training) {
+  if (is_time_rows(x_in)) return gated_activation(x_in.squeeze(2), bias, dropout_p, training).unsqueeze(2);
 #ifdef MONOFLOW_HAS_CUDA
-  if (cuda::fused_gate_applies(x_in)) return cuda::tanh_sigmoid_gate(x_in);
+  const double p = training ? dropout_p : 0.0;
+  if (cuda::fused_gate_applies(x_in, bias, p)) return cuda::gated_activation(x_in, bias, p);
 #endif
-  return tanh_sigmoid_gate_reference(x_in);
+  return gated_activation_reference(x_in, bias, dropout_p, training);
 }
 
 std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                                const torch::Tensor& res_skip,
+                                                                const torch::Tensor& res_skip_in,
+                                                                const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask) {
+  const auto res_skip = bias.defined() ? res_skip_in + over_channels(bias, res_skip_in) : res_skip_in;
   const auto res_and_skip = res_skip.chunk(2, 1);
   return {(x + res_and_skip[0]) * x_mask, skip_sum + res_and_skip[1]};
 }
 
 std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask) {
+                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
+                                                      const torch::Tensor& x_mask) {
   if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
-    auto [x_out, skip_out] = residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), x_mask.squeeze(2));
+    auto [x_out, skip_out] =
+        residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2));
     return {x_out.unsqueeze(2), skip_out.unsqueeze(2)};
   }
 #ifdef MONOFLOW_HAS_CUDA
-  if (cuda::fused_residual_applies(x, skip_sum, res_skip, x_mask)) {
-    return cuda::residual_skip(x, skip_sum, res_skip, x_mask);
+  if (cuda::fused_residual_applies(x, skip_sum, res_skip, bias, x_mask)) {
+    return cuda::residual_skip(x, skip_sum, res_skip, bias, x_mask);
   }
 #endif
-  return residual_skip_reference(x, skip_sum, res_skip, x_mask);
+  return residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
 }
 
 }  // namespace monoflow::models

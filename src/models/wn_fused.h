@@ -17,18 +17,29 @@
 
 namespace monoflow::models {
 
-// tanh(a) * sigmoid(b) for the channel halves (a, b) of x_in [B, 2H, (1,) T] -> [B, H, (1,) T]; the
-// official commons.fused_add_tanh_sigmoid_multiply without its conditioning add.
-torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in);
-torch::Tensor tanh_sigmoid_gate_reference(const torch::Tensor& x_in);
+// The WN layer's gated activation: dropout(x_in + bias) -> tanh(a) * sigmoid(b) for its channel
+// halves (a, b): [B, 2H, (1,) T] -> [B, H, (1,) T]. This is the official in_layer bias, dropout
+// and commons.fused_add_tanh_sigmoid_multiply in one kernel each way. bias [2H] or undefined;
+// dropout applies when training and dropout_p > 0 (on CUDA with its own Philox stream).
+torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& bias = {}, double dropout_p = 0.0,
+                               bool training = false);
+torch::Tensor gated_activation_reference(const torch::Tensor& x_in, const torch::Tensor& bias = {},
+                                         double dropout_p = 0.0, bool training = false);
 
-// One WN layer's residual and skip update (all layers but the last), res_skip [B, 2H, (1,) T] split
-// into (res, skip): returns ((x + res) * x_mask, skip_sum + skip).
+// One WN layer's residual and skip update (all layers but the last), res_skip [B, 2H, (1,) T]
+// split into (res, skip) with the res_skip layer's bias [2H] (or undefined: already added):
+// returns ((x + res) * x_mask, skip_sum + skip).
 std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask);
+                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
+                                                      const torch::Tensor& x_mask);
 std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Tensor& x, const torch::Tensor& skip_sum,
                                                                 const torch::Tensor& res_skip,
+                                                                const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask);
+
+// Whether gated_activation and residual_skip run fused kernels for tensors like x (a CUDA build
+// and a CUDA tensor); the WN layer then leaves the biases out of its convolutions.
+bool wn_fused_applies(const torch::Tensor& x);
 
 // Channels-last [B, C, T]: strides (C * T, 1, C).
 bool is_channels_last_1d(const torch::Tensor& t);

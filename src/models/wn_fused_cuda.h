@@ -8,15 +8,17 @@
 
 namespace monoflow::models::cuda {
 
-// CUDA tensor of float/half/bfloat16, [B, 2H, T].
-bool fused_gate_applies(const torch::Tensor& x_in);
-torch::Tensor tanh_sigmoid_gate(const torch::Tensor& x_in);
+// CUDA tensor of float/half/bfloat16, [B, 2H, T]; bias [2H] or undefined; dropout_p in [0, 1)
+// (0: none).
+bool fused_gate_applies(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p);
+torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p);
 
 // x and skip_sum float [B, H, T], res_skip float/half/bfloat16 [B, 2H, T], all CUDA and in
-// one layout (contiguous or channels-last); x_mask [B, 1, T].
+// one layout (contiguous or channels-last); bias [2H] or undefined; x_mask [B, 1, T].
 bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
-                            const torch::Tensor& x_mask);
+                            const torch::Tensor& bias, const torch::Tensor& x_mask);
 std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& x_mask);
+                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
+                                                      const torch::Tensor& x_mask);
 
 }  // namespace monoflow::models::cuda

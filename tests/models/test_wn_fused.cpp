@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "models/modules.h"
 #include "models/wn_fused.h"
 
 namespace monoflow::models {
@@ -41,7 +42,7 @@ TEST(WnFused, ChannelsLastHelpers) {
 
 TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   auto x_in = torch::tensor({0.5f, -1.0f, 2.0f, 0.25f}).view({1, 4, 1});
-  auto acts = tanh_sigmoid_gate(x_in);
+  auto acts = gated_activation(x_in);
   EXPECT_NEAR(acts[0][0][0].item<float>(), std::tanh(0.5f) / (1 + std::exp(-2.0f)), 1e-6);
   EXPECT_NEAR(acts[0][1][0].item<float>(), std::tanh(-1.0f) / (1 + std::exp(-0.25f)), 1e-6);
 
@@ -49,9 +50,17 @@ TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   auto skip = torch::tensor({10.0f, 20.0f, 30.0f, 40.0f}).view({1, 2, 2});
   auto res_skip = torch::arange(8, torch::kFloat).view({1, 4, 2});
   auto mask = torch::tensor({1.0f, 0.0f}).view({1, 1, 2});
-  auto [x_out, skip_out] = residual_skip(x, skip, res_skip, mask);
+  auto [x_out, skip_out] = residual_skip(x, skip, res_skip, {}, mask);
   EXPECT_TRUE(torch::equal(x_out, torch::tensor({1.0f, 0.0f, 5.0f, 0.0f}).view({1, 2, 2})));
   EXPECT_TRUE(torch::equal(skip_out, torch::tensor({14.0f, 25.0f, 36.0f, 47.0f}).view({1, 2, 2})));
+  // With the res_skip layer's bias (res channels 0-1, skip channels 2-3).
+  auto bias = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f});
+  std::tie(x_out, skip_out) = residual_skip(x, skip, res_skip, bias, mask);
+  EXPECT_TRUE(torch::equal(x_out, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(skip_out, torch::tensor({17.0f, 28.0f, 40.0f, 51.0f}).view({1, 2, 2})));
+  // The gate with a bias: tanh(0.5 + 1) * sigmoid(2 - 1).
+  auto gate_bias = torch::tensor({1.0f, 0.0f, -1.0f, 0.0f});
+  EXPECT_NEAR(gated_activation(x_in, gate_bias)[0][0][0].item<float>(), std::tanh(1.5f) / (1 + std::exp(-1.0f)), 1e-6);
 }
 
 struct Case {
@@ -90,17 +99,68 @@ TEST(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
     auto options = torch::TensorOptions().dtype(c.dtype).device(torch::kCUDA);
     auto x_ref = (randn_in(c.b, 2 * c.h, c.t, c.channels_last, options) * 2).detach().requires_grad_(true);
     auto x_fused = x_ref.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true);
+    auto bias_ref = (torch::randn({2 * c.h}, torch::kCUDA) * 0.5).requires_grad_(true);
+    auto bias_fused = bias_ref.detach().clone().requires_grad_(true);
     auto grad = randn_in(c.b, c.h, c.t, c.channels_last, options);
 
-    auto ref = tanh_sigmoid_gate_reference(x_ref);
-    auto fused = tanh_sigmoid_gate(x_fused);
+    // The reference adds a float bias to a 16-bit input in float, as the kernel does.
+    auto ref = gated_activation_reference(x_ref.to(torch::kFloat), bias_ref).to(c.dtype);
+    auto fused = gated_activation(x_fused, bias_fused);
     EXPECT_EQ(fused.scalar_type(), c.dtype);
     EXPECT_EQ(is_channels_last_1d(fused), c.channels_last && c.t > 1);
     EXPECT_LE(max_abs_diff(fused, ref), tolerance(c.dtype) * scale_of(ref));
     ref.backward(grad);
     fused.backward(grad);
     EXPECT_LE(max_abs_diff(x_fused.grad(), x_ref.grad()), tolerance(c.dtype) * scale_of(x_ref.grad()));
+    EXPECT_EQ(bias_fused.grad().scalar_type(), torch::kFloat);
+    // The bias gradient sums B * T 16-bit values: a few units of their precision apart.
+    EXPECT_LE(max_abs_diff(bias_fused.grad(), bias_ref.grad()),
+              (c.dtype == torch::kFloat ? 1e-4 : 20 * tolerance(c.dtype)) * scale_of(bias_ref.grad()));
     EXPECT_GT(x_ref.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
+// Dropout inside the gate: with a = b = 1 and no bias, each output shows which of its two
+// inputs were dropped (kept: tanh(s) * sigmoid(s) with s = 1 / keep; a dropped: 0; b dropped:
+// tanh(s) / 2; both: 0). The recovered masks drop about p of the elements, and the same masks
+// give the reference's gradients, so backward regenerated forward's mask.
+TEST(WnFusedCuda, GateDropoutDropsAboutPAndBackwardUsesTheSameMask) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(6);
+  const double p = 0.3, keep = 1 - p, s = 1 / keep;
+  for (bool cl : {false, true}) {
+    SCOPED_TRACE(cl ? "channels-last" : "contiguous");
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+    auto x = torch::ones({8, 64, 100}, f32);
+    if (cl) x = to_channels_last_1d(x);
+    x.requires_grad_(true);
+    auto acts = gated_activation(x, {}, p, /*training=*/true);
+    const double both = std::tanh(s) / (1 + std::exp(-s)), b_dropped = std::tanh(s) * 0.5;
+    auto a = acts.detach();
+    auto is_both = (a - both).abs() < 1e-5, is_b_dropped = (a - b_dropped).abs() < 1e-5;
+    auto is_zero = a.abs() < 1e-7;
+    EXPECT_EQ((is_both | is_b_dropped | is_zero).all().item<bool>(), true);
+    // a kept <=> output nonzero; b kept is known only where a was kept.
+    const double a_kept = (~is_zero).to(torch::kDouble).mean().item<double>();
+    const double b_kept_given_a = is_both.to(torch::kDouble).sum().item<double>() /
+                                  (~is_zero).to(torch::kDouble).sum().item<double>();
+    EXPECT_NEAR(a_kept, keep, 0.01);
+    EXPECT_NEAR(b_kept_given_a, keep, 0.01);
+
+    // Backward: where both were kept the gradient is the dropout-free one times s; where a was
+    // dropped, d/da is 0. Compare with the reference under the recovered masks there.
+    auto grad = torch::randn({8, 32, 100}, f32);
+    acts.backward(cl ? to_channels_last_1d(grad) : grad);
+    auto gx = x.grad().detach();
+    auto mask_a = (~is_zero).to(torch::kFloat), mask_b = is_both.to(torch::kFloat);
+    auto x_ref = torch::ones({8, 64, 100}, f32).requires_grad_(true);
+    auto masks = torch::cat({mask_a, mask_b}, 1);
+    auto ref = gated_activation_reference(x_ref * masks * s);
+    ref.backward(grad);
+    // Compare only where the reference knows the masks (a kept), for both halves.
+    auto known = torch::cat({mask_a, mask_a}, 1).to(torch::kBool);
+    EXPECT_LE((gx - x_ref.grad()).abs().masked_select(known).max().item<double>(), 1e-5);
+    EXPECT_EQ(gx.slice(1, 0, 32).masked_select(is_zero).abs().max().item<double>(), 0.0);  // dropped a: no gradient
   }
 }
 
@@ -122,8 +182,10 @@ TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
       ref_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
       fused_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
     }
-    auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2], mask);
-    auto [fx, fs] = residual_skip(fused_in[0], fused_in[1], fused_in[2], mask);
+    auto bias_ref = torch::randn({2 * c.h}, f32).requires_grad_(true);
+    auto bias_fused = bias_ref.detach().clone().requires_grad_(true);
+    auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias_ref, mask);
+    auto [fx, fs] = residual_skip(fused_in[0], fused_in[1], fused_in[2], bias_fused, mask);
     EXPECT_EQ(is_channels_last_1d(fx), c.channels_last && c.t > 1);
     EXPECT_LE(max_abs_diff(fx, rx), 1e-6);
     EXPECT_LE(max_abs_diff(fs, rs), 1e-6);
@@ -134,8 +196,10 @@ TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
     for (int k = 0; k < 3; ++k) {
       SCOPED_TRACE("input " + std::to_string(k));
       EXPECT_EQ(fused_in[k].grad().scalar_type(), ref_in[k].grad().scalar_type());
-      EXPECT_LE(max_abs_diff(fused_in[k].grad(), ref_in[k].grad()), 1e-6);
+      EXPECT_LE(max_abs_diff(fused_in[k].grad(), ref_in[k].grad()), k == 2 ? tolerance(c.dtype) * 4 : 1e-6);
     }
+    EXPECT_LE(max_abs_diff(bias_fused.grad(), bias_ref.grad()),
+              (c.dtype == torch::kFloat ? 1e-4 : 20 * tolerance(c.dtype)) * scale_of(bias_ref.grad()));
   }
 }
 
@@ -157,17 +221,63 @@ TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   EXPECT_LE(max_abs_diff(conv_over_time(x, weight, bias, 4, 2), expected), 1e-4);
 
   // The fused ops take [B, C, 1, T] and keep ChannelsLast.
-  auto acts = tanh_sigmoid_gate(y);
+  auto acts = gated_activation(y, bias);
   EXPECT_TRUE(acts.is_contiguous(torch::MemoryFormat::ChannelsLast));
-  EXPECT_LE(max_abs_diff(acts.squeeze(2), tanh_sigmoid_gate_reference(expected)), 1e-5);
+  EXPECT_LE(max_abs_diff(acts.squeeze(2), gated_activation_reference(expected, bias)), 1e-5);
   auto mask = mask_of({40, 20, 33}, 40, torch::kCUDA);
   auto x6 = to_time_rows(torch::randn({3, 6, 40}, f32));
-  auto [x_out, skip_out] = residual_skip(x6, x6 * 2, y, mask.unsqueeze(2));
+  auto [x_out, skip_out] = residual_skip(x6, x6 * 2, y, bias, mask.unsqueeze(2));
   EXPECT_TRUE(x_out.is_contiguous(torch::MemoryFormat::ChannelsLast));
-  auto [x_ref, skip_ref] = residual_skip_reference(x6.squeeze(2), x6.squeeze(2) * 2, y.squeeze(2), mask);
+  auto [x_ref, skip_ref] = residual_skip_reference(x6.squeeze(2), x6.squeeze(2) * 2, y.squeeze(2), bias, mask);
   EXPECT_LE(max_abs_diff(x_out.squeeze(2), x_ref), 1e-6);
   EXPECT_LE(max_abs_diff(skip_out.squeeze(2), skip_ref), 1e-6);
   at::globalContext().setAllowTF32CuDNN(true);
+}
+
+// The coupling block, whose WN runs the fused kernels on [B, C, 1, T] ChannelsLast tensors on a
+// GPU (and, with speaker conditioning, the composite gate): same z, logdet and gradients as on
+// the CPU, and the reverse pass inverts the forward.
+TEST(WnFusedCuda, CouplingBlockMatchesTheCpuWithAndWithoutSpeakers) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  for (int64_t gin : {0, 4}) {
+    SCOPED_TRACE("gin_channels " + std::to_string(gin));
+    torch::manual_seed(7);
+    CouplingBlock block(8, 16, 5, 1, 3, gin);
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& p : block->named_parameters()) {
+        if (p.key().rfind("end.", 0) == 0) p.value().normal_(0.0, 0.1);  // zero-initialised: make it matter
+      }
+    }
+    auto x = torch::randn({2, 8, 30});
+    auto mask = mask_of({30, 21}, 30, torch::kCPU);
+    x = x * mask;
+    auto g = gin ? torch::randn({2, gin, 1}) : torch::Tensor();
+    auto w = torch::randn({2, 8, 30});
+
+    auto run = [&](torch::Device device) {
+      block->to(device);
+      block->zero_grad();
+      auto xd = x.to(device).detach().requires_grad_(true);
+      auto [z, logdet] = block->forward(xd, mask.to(device), gin ? g.to(device) : g);
+      ((z * w.to(device)).sum() + logdet.sum()).backward();
+      return std::make_tuple(z.detach().cpu(), logdet.detach().cpu(), xd.grad().cpu());
+    };
+    auto [z_cpu, logdet_cpu, gx_cpu] = run(torch::kCPU);
+    auto [z_gpu, logdet_gpu, gx_gpu] = run(torch::kCUDA);
+    EXPECT_LE(max_abs_diff(z_gpu, z_cpu), 1e-4);
+    EXPECT_LE(max_abs_diff(logdet_gpu, logdet_cpu), 1e-4);
+    EXPECT_LE(max_abs_diff(gx_gpu, gx_cpu), 1e-4);
+    EXPECT_GT((z_cpu - x).abs().max().item<double>(), 1e-3);  // the coupling did transform x
+
+    torch::NoGradGuard no_grad;
+    auto back = block->forward(z_gpu.to(torch::kCUDA), mask.to(torch::kCUDA), gin ? g.to(torch::kCUDA) : g, true).first;
+    EXPECT_LE(max_abs_diff(back, x), 1e-4);
+  }
+  at::globalContext().setAllowTF32CuDNN(true);
+  at::globalContext().setAllowTF32CuBLAS(true);
 }
 
 }  // namespace

@@ -122,13 +122,15 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
     EXPECT_TRUE(torch::equal(g.out.durations.cpu(), e.out.durations.cpu())) << "step " << i + 1;
   }
   EXPECT_EQ(step.graphs(), 2u);
-  // Adam turns each gradient into a step of about lr: weights agree to a small share of it.
+  // Adam turns each gradient into a step of about lr, even a near-zero one whose last bits
+  // depend on summation order (cuDNN's split-K weight gradients): after three steps the
+  // weights agree to a quarter of one step (1.0e-4 was exceeded by 1% on an H100).
   const auto pe = eager->named_parameters();
   double worst = 0;
   for (const auto& p : graphed->named_parameters()) {
     worst = std::max(worst, (p.value() - pe[p.key()]).abs().max().item<double>());
   }
-  EXPECT_LT(worst, 1e-4);
+  EXPECT_LT(worst, 2.5e-4);
   EXPECT_EQ(step.status().skipped, 0);
   graph_opt.sync_steps_from_device();
   for (const auto& p : graphed->parameters()) {

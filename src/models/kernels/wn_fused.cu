@@ -6,17 +6,22 @@
 // three more strided kernels forward and three backward. Each is a full pass over a
 // [B, 192..384, T] tensor with non-vectorised indexing.
 //
-// v1 (this file): one thread per pack of V consecutive elements of one channel half (V = 16
-// bytes / element size when the span and the pointers allow, else 1), grid-stride loop.
-// The gate's backward recomputes tanh and sigmoid from the input, which is all it keeps.
+// v1: one thread per pack of V consecutive elements of one channel half (V = 16 bytes /
+// element size when the span and the pointers allow, else 1), grid-stride loop. The gate's
+// backward recomputes tanh and sigmoid from the input, which is all it keeps.
+// v2 (this file): the gate also takes the in_layer's bias and dropout (Philox, regenerated in
+// backward), which removes the convolution's bias add, dropout's two kernels and its mask.
 // Arithmetic in float; tanhf/expf (not the fast intrinsics) so that fp32 results match
 // the composite ops to a few ulp.
+#include "models/kernels/wn_kernels.h"
+
+#include <ATen/cuda/detail/UnpackRaw.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <curand_kernel.h>
 
 #include <algorithm>
-
-#include "models/kernels/wn_kernels.h"
+#include <tuple>
 
 namespace monoflow::models::kernels {
 namespace {
@@ -55,39 +60,129 @@ int blocks_for(int64_t work) {
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-// ---- tanh-sigmoid gate --------------------------------------------------------------------
+// ---- tanh-sigmoid gate, with the in_layer's bias and dropout ---------------------------------
+struct Dropout {
+  bool enabled;
+  float keep, scale;
+  uint64_t seed, offset;
+};
+
+__device__ __forceinline__ Dropout unpack(const GateDropout& d) {
+  Dropout out{d.enabled, d.keep, 1.0f / d.keep, 0, 0};
+  if (d.enabled) {
+    const auto seeds = at::cuda::philox::unpack(d.rng);
+    out.seed = std::get<0>(seeds);
+    out.offset = std::get<1>(seeds);
+  }
+  return out;
+}
+
+// Applies dropout to V values of consecutive input elements e0 .. e0 + V - 1.
+template <int V>
+__device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
+  if (!d.enabled) return;
+  if (V % 4 == 0 && e0 % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < V; j += 4) {
+      curandStatePhilox4_32_10_t state;
+      curand_init(d.seed, (e0 + j) / 4, d.offset, &state);
+      const float4 u = curand_uniform4(&state);
+      v[j + 0] = u.x < d.keep ? v[j + 0] * d.scale : 0.0f;
+      v[j + 1] = u.y < d.keep ? v[j + 1] * d.scale : 0.0f;
+      v[j + 2] = u.z < d.keep ? v[j + 2] * d.scale : 0.0f;
+      v[j + 3] = u.w < d.keep ? v[j + 3] * d.scale : 0.0f;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int64_t e = e0 + k;
+      curandStatePhilox4_32_10_t state;
+      curand_init(d.seed, e / 4, d.offset, &state);
+      const float4 u4 = curand_uniform4(&state);
+      const int lane = static_cast<int>(e % 4);
+      const float u = lane == 0 ? u4.x : lane == 1 ? u4.y : lane == 2 ? u4.z : u4.w;
+      v[k] = u < d.keep ? v[k] * d.scale : 0.0f;
+    }
+  }
+}
+
+// The gate's two inputs at a pack: in + bias, dropped out.
 template <typename T, int V>
-__global__ void gate_forward(const T* __restrict__ in, T* __restrict__ acts, int64_t outer, int64_t span) {
+__device__ __forceinline__ void gate_inputs(const T* __restrict__ in, const float* __restrict__ bias, int64_t o,
+                                            int64_t r, int64_t span, int64_t inner, const Dropout& d, float* a,
+                                            float* b) {
+  const T* row = in + o * 2 * span;
+  const auto pa = load<T, V>(row + r), pb = load<T, V>(row + span + r);
+  const int64_t half_channels = span / inner;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    a[k] = to_float(pa.v[k]);
+    b[k] = to_float(pb.v[k]);
+    if (bias) {
+      const int64_t c = inner == 1 ? r + k : (r + k) / inner;
+      a[k] += bias[c];
+      b[k] += bias[half_channels + c];
+    }
+  }
+  drop<V>(a, o * 2 * span + r, d);
+  drop<V>(b, o * 2 * span + span + r, d);
+}
+
+template <typename T, int V>
+__global__ void gate_forward(const T* __restrict__ in, const float* __restrict__ bias, T* __restrict__ acts,
+                             int64_t outer, int64_t span, int64_t inner, GateDropout dropout) {
+  const Dropout d = unpack(dropout);
   const int64_t packs = span / V, total = outer * packs;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = p / packs, r = (p - o * packs) * V;
-    const T* row = in + o * 2 * span;
-    const auto a = load<T, V>(row + r), b = load<T, V>(row + span + r);
+    float a[V], b[V];
+    gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
     Pack<T, V> y;
 #pragma unroll
-    for (int k = 0; k < V; ++k) y.v[k] = from_float<T>(tanhf(to_float(a.v[k])) * sigmoid(to_float(b.v[k])));
+    for (int k = 0; k < V; ++k) y.v[k] = from_float<T>(tanhf(a[k]) * sigmoid(b[k]));
     store(acts + o * span + r, y);
   }
 }
 
 template <typename T, int V>
-__global__ void gate_backward(const T* __restrict__ in, const T* __restrict__ grad_acts, T* __restrict__ grad_in,
-                              int64_t outer, int64_t span) {
+__global__ void gate_backward(const T* __restrict__ in, const float* __restrict__ bias, const T* __restrict__ grad_acts,
+                              T* __restrict__ grad_in, int64_t outer, int64_t span, int64_t inner,
+                              GateDropout dropout) {
+  const Dropout d = unpack(dropout);
   const int64_t packs = span / V, total = outer * packs;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = p / packs, r = (p - o * packs) * V;
-    const T* row = in + o * 2 * span;
-    const auto a = load<T, V>(row + r), b = load<T, V>(row + span + r);
+    float a[V], b[V];
+    gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
     const auto g = load<T, V>(grad_acts + o * span + r);
-    Pack<T, V> ga, gb;
+    float ga[V], gb[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      const float t = tanhf(to_float(a.v[k])), s = sigmoid(to_float(b.v[k])), gk = to_float(g.v[k]);
-      ga.v[k] = from_float<T>(gk * s * (1.0f - t * t));
-      gb.v[k] = from_float<T>(gk * t * (s * (1.0f - s)));
+      const float t = tanhf(a[k]), s = sigmoid(b[k]), gk = to_float(g.v[k]);
+      ga[k] = gk * s * (1.0f - t * t);
+      gb[k] = gk * t * (s * (1.0f - s));
     }
-    store(grad_in + o * 2 * span + r, ga);
-    store(grad_in + o * 2 * span + span + r, gb);
+    // Through dropout: the same mask, as a scale of 0 or 1 / keep (values 1 mark the mask).
+    if (d.enabled) {
+      float ma[V], mb[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) ma[k] = mb[k] = 1.0f;
+      drop<V>(ma, o * 2 * span + r, d);
+      drop<V>(mb, o * 2 * span + span + r, d);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        ga[k] *= ma[k];
+        gb[k] *= mb[k];
+      }
+    }
+    Pack<T, V> pa, pb;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      pa.v[k] = from_float<T>(ga[k]);
+      pb.v[k] = from_float<T>(gb[k]);
+    }
+    store(grad_in + o * 2 * span + r, pa);
+    store(grad_in + o * 2 * span + span + r, pb);
   }
 }
 
@@ -96,7 +191,8 @@ __global__ void gate_backward(const T* __restrict__ in, const T* __restrict__ gr
 // element of a channels-last row shares one mask value) or when inner % V == 0.
 template <typename R, int V>
 __global__ void residual_skip_forward(const float* __restrict__ x, const float* __restrict__ skip_sum,
-                                      const R* __restrict__ res_skip, const float* __restrict__ mask,
+                                      const R* __restrict__ res_skip, const float* __restrict__ bias,
+                                      const float* __restrict__ mask,
                                       float* __restrict__ x_out, float* __restrict__ skip_out, int64_t outer,
                                       int64_t span, int64_t inner) {
   const int64_t packs = span / V, total = outer * packs;
@@ -109,8 +205,14 @@ __global__ void residual_skip_forward(const float* __restrict__ x, const float* 
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const float m = mask[o * inner + (inner == 1 ? 0 : i + k)];
-      xo.v[k] = (xs.v[k] + to_float(res.v[k])) * m;
-      so.v[k] = ss.v[k] + to_float(skip.v[k]);
+      float rk = to_float(res.v[k]), sk = to_float(skip.v[k]);
+      if (bias) {
+        const int64_t c = inner == 1 ? r + k : (r + k) / inner;
+        rk += bias[c];
+        sk += bias[span / inner + c];
+      }
+      xo.v[k] = (xs.v[k] + rk) * m;
+      so.v[k] = ss.v[k] + sk;
     }
     store(x_out + o * span + r, xo);
     store(skip_out + o * span + r, so);
@@ -146,42 +248,57 @@ constexpr int pack_of() { return 16 / sizeof(T); }
 
 }  // namespace
 
+// Packs of V: the span a multiple of V, 16-byte pointers, and (with a bias) a pack inside one
+// channel or one channel per element (channels-last).
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, T* acts, int64_t outer, int64_t span, cudaStream_t stream) {
+bool gate_packs(int64_t span, int64_t inner, const void* a, const void* b, const void* c = nullptr) {
   constexpr int V = pack_of<T>();
-  if (span % V == 0 && aligned(in, 16) && aligned(acts, 16)) {
-    gate_forward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, acts, outer, span);
+  return span % V == 0 && (inner == 1 || inner % V == 0) && aligned(a, 16) && aligned(b, 16) &&
+         (c == nullptr || aligned(c, 16));
+}
+
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
+                                             int64_t inner, GateDropout dropout, cudaStream_t stream) {
+  constexpr int V = pack_of<T>();
+  if (gate_packs<T>(span, inner, in, acts)) {
+    gate_forward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, acts, outer, span, inner,
+                                                                               dropout);
   } else {
-    gate_forward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, acts, outer, span);
+    gate_forward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, acts, outer, span, inner,
+                                                                           dropout);
   }
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const T* grad_acts, T* grad_in, int64_t outer,
-                                              int64_t span, cudaStream_t stream) {
+cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
+                                              int64_t outer, int64_t span, int64_t inner, GateDropout dropout,
+                                              cudaStream_t stream) {
   constexpr int V = pack_of<T>();
-  if (span % V == 0 && aligned(in, 16) && aligned(grad_acts, 16) && aligned(grad_in, 16)) {
-    gate_backward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, grad_acts, grad_in, outer, span);
+  if (gate_packs<T>(span, inner, in, grad_acts, grad_in)) {
+    gate_backward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, grad_acts, grad_in, outer,
+                                                                                span, inner, dropout);
   } else {
-    gate_backward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, grad_acts, grad_in, outer, span);
+    gate_backward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, grad_acts, grad_in, outer, span,
+                                                                            inner, dropout);
   }
   return cudaGetLastError();
 }
 
 template <typename R>
-cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* mask,
-                                         float* x_out, float* skip_out, int64_t outer, int64_t span, int64_t inner,
-                                         cudaStream_t stream) {
+cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
+                                         const float* mask, float* x_out, float* skip_out, int64_t outer,
+                                         int64_t span, int64_t inner, cudaStream_t stream) {
   constexpr int V = 4;
   const bool packed = span % V == 0 && (inner == 1 || inner % V == 0) && aligned(x, 16) && aligned(skip_sum, 16) &&
                       aligned(res_skip, V * sizeof(R)) && aligned(x_out, 16) && aligned(skip_out, 16);
   if (packed) {
     residual_skip_forward<R, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(
-        x, skip_sum, res_skip, mask, x_out, skip_out, outer, span, inner);
+        x, skip_sum, res_skip, bias, mask, x_out, skip_out, outer, span, inner);
   } else {
     residual_skip_forward<R, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(
-        x, skip_sum, res_skip, mask, x_out, skip_out, outer, span, inner);
+        x, skip_sum, res_skip, bias, mask, x_out, skip_out, outer, span, inner);
   }
   return cudaGetLastError();
 }
@@ -203,9 +320,11 @@ cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* 
   return cudaGetLastError();
 }
 
-#define MONOFLOW_GATE(T)                                                                                        \
-  template cudaError_t launch_tanh_sigmoid_gate_forward<T>(const T*, T*, int64_t, int64_t, cudaStream_t);      \
-  template cudaError_t launch_tanh_sigmoid_gate_backward<T>(const T*, const T*, T*, int64_t, int64_t, cudaStream_t);
+#define MONOFLOW_GATE(T)                                                                                 \
+  template cudaError_t launch_tanh_sigmoid_gate_forward<T>(const T*, const float*, T*, int64_t, int64_t, \
+                                                           int64_t, GateDropout, cudaStream_t);          \
+  template cudaError_t launch_tanh_sigmoid_gate_backward<T>(const T*, const float*, const T*, T*, int64_t, \
+                                                            int64_t, int64_t, GateDropout, cudaStream_t);
 MONOFLOW_GATE(float)
 MONOFLOW_GATE(__half)
 MONOFLOW_GATE(__nv_bfloat16)
@@ -213,7 +332,8 @@ MONOFLOW_GATE(__nv_bfloat16)
 
 #define MONOFLOW_RESIDUAL(R)                                                                                    \
   template cudaError_t launch_residual_skip_forward<R>(const float*, const float*, const R*, const float*,     \
-                                                       float*, float*, int64_t, int64_t, int64_t, cudaStream_t); \
+                                                       const float*, float*, float*, int64_t, int64_t, int64_t, \
+                                                       cudaStream_t);                                           \
   template cudaError_t launch_residual_skip_backward<R>(const float*, const float*, const float*, float*, R*,   \
                                                         int64_t, int64_t, int64_t, cudaStream_t);
 MONOFLOW_RESIDUAL(float)

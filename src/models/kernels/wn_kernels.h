@@ -1,5 +1,5 @@
 // Host-callable launchers of the WaveNet (WN) layer's fused elementwise kernels: raw device
-// pointers and a cudaStream_t, no torch headers, so the .cu files compile quickly
+// pointers and a cudaStream_t, no torch headers but the RNG state's plain struct, so the .cu files compile quickly
 // (wn_fused.cpp holds the torch side: autograd, dtype dispatch, layouts).
 //
 // Shared layout: a WN activation [B, C, T] is addressed as (outer, C, inner) with the channel
@@ -13,31 +13,47 @@
 
 #include <cuda_runtime.h>
 
+#include <ATen/cuda/PhiloxCudaState.h>  // a plain struct, no torch dependencies
+
 namespace monoflow::models::kernels {
 
-// acts = tanh(a) * sigmoid(b), where (a, b) are the two channel halves of `in`
-// [outer, 2 * span] and acts is [outer, span].
-template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, T* acts, int64_t outer, int64_t span,
-                                             cudaStream_t stream);
+// The gate's optional bias and dropout, applied to its input first (the official WN adds the
+// in_layer's bias, then drops out, then gates). bias: float [2 * C_half] or nullptr. Dropout
+// draws one Philox uniform per input element from (seed, element / 4, offset), lane
+// element % 4, so forward and backward see the same mask whatever the launch shape; `rng`
+// comes from the CUDA generator (graph-safe: pointers while a graph is being captured).
+struct GateDropout {
+  bool enabled = false;
+  float keep = 1.0f;  // 1 - p
+  at::PhiloxCudaState rng;
+};
 
-// grad_in [outer, 2 * span] from grad_acts [outer, span], recomputing tanh and sigmoid from
-// `in` (nothing but the input is kept for backward).
+// acts = tanh(a) * sigmoid(b), where (a, b) are the two channel halves of
+// dropout(in + bias), in [outer, 2 * span], acts [outer, span]; inner as in the layout above.
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const T* grad_acts, T* grad_in, int64_t outer,
-                                              int64_t span, cudaStream_t stream);
+cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
+                                             int64_t inner, GateDropout dropout, cudaStream_t stream);
+
+// grad_in [outer, 2 * span] (the gradient of `in`, i.e. before bias and dropout) from
+// grad_acts [outer, span], recomputing everything from `in` (nothing else is kept for backward).
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
+                                              int64_t outer, int64_t span, int64_t inner, GateDropout dropout,
+                                              cudaStream_t stream);
 
 // The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
-// (res, skip) channel halves and x, skip_sum [outer, span] (float):
-//   x_out = (x + res) * mask,  skip_out = skip_sum + skip.
+// (res, skip) channel halves, plus the res_skip layer's bias (float [2 * C_half] or nullptr),
+// and x, skip_sum [outer, span] (float):
+//   x_out = (x + res + bias_res) * mask,  skip_out = skip_sum + skip + bias_skip.
 // mask is float, one value per (outer, inner) position: mask[o * inner + i].
 template <typename R>
-cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip,
+cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
                                          const float* mask, float* x_out, float* skip_out, int64_t outer,
                                          int64_t span, int64_t inner, cudaStream_t stream);
 
 // Its backward: grad_x = grad_x_out * mask, grad_res_skip = [grad_x_out * mask, grad_skip_out]
-// (the skip sum's own gradient is grad_skip_out itself, so it needs no kernel).
+// (the skip sum's own gradient is grad_skip_out itself, so it needs no kernel; the bias's is
+// the column sum of grad_res_skip, a matrix-vector product on the torch side).
 template <typename R>
 cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const float* mask,
                                           float* grad_x, R* grad_res_skip, int64_t outer, int64_t span,
