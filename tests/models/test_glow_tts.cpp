@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "model_test_util.h"
 #include "models/glow_tts.h"
+#include "models/losses.h"
 #include "models/pickle_compat.h"
 #include "models/weights.h"
 
