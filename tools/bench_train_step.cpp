@@ -15,8 +15,8 @@
 
 #include "align/mas.h"
 #include "common/error.h"
-#include "train/config_io.h"
-#include "train/options_map.h"
+#include "train/config/config_io.h"
+#include "train/config/options_map.h"
 #include "train/step_bench.h"
 
 namespace {

@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "train/image.h"
-#include "train/synthesis.h"
-#include "train/wav.h"
+#include "train/log/image.h"
+#include "train/synth/synthesis.h"
+#include "train/synth/wav.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim vocoder)."};

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "common/error.h"
-#include "train/config_io.h"
+#include "train/config/config_io.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {

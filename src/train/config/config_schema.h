@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace monoflow::train::schema {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/error.h"
-#include "train/noam.h"
+#include "train/lr_schedule.h"
 
 namespace monoflow::train {
 

@@ -1,4 +1,4 @@
-#include "train/event_proto.h"
+#include "train/log/event_proto.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "train/image.h"
+#include "train/log/image.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "train/log/metrics_log.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "train/config_io.h"
+#include "train/config/config_io.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
-#include "train/config_schema.h"
+#include "train/config/config_schema.h"
 
 namespace monoflow::train {
 namespace {

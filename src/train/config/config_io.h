@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace monoflow::train {
 

@@ -1,13 +1,13 @@
-#include "train/synthesis.h"
+#include "train/synth/synthesis.h"
 
 #include "common/error.h"
 #include "data/mel.h"
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
 #include "train/checkpoint.h"
-#include "train/config_io.h"
-#include "train/griffin_lim.h"
-#include "train/options_map.h"
+#include "train/config/config_io.h"
+#include "train/synth/griffin_lim.h"
+#include "train/config/options_map.h"
 
 namespace monoflow::train {
 

@@ -7,7 +7,7 @@
 #include "data/options.h"
 #include "data/text/text_processor.h"
 #include "models/options.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace monoflow::train {
 

@@ -1,4 +1,4 @@
-#include "train/gradient_reducer.h"
+#include "train/distributed/gradient_reducer.h"
 
 namespace monoflow::train {
 

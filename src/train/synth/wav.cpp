@@ -1,4 +1,4 @@
-#include "train/wav.h"
+#include "train/synth/wav.h"
 
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>

@@ -1,4 +1,4 @@
-#include "train/options_map.h"
+#include "train/config/options_map.h"
 
 #include <filesystem>
 

@@ -1,4 +1,4 @@
-#include "train/tensorboard.h"
+#include "train/log/tensorboard.h"
 
 #include <unistd.h>
 
@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "train/event_proto.h"
-#include "train/tfrecord.h"
+#include "train/log/event_proto.h"
+#include "train/log/tfrecord.h"
 
 namespace monoflow::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/tfrecord.h"
+#include "train/log/tfrecord.h"
 
 #include <array>
 
