@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "models/glow_tts.h"
-#include "models/weights.h"
+#include "models/interop/weights.h"
 
 int main(int argc, char** argv) {
   using namespace monoflow;

@@ -1,4 +1,4 @@
-#include "models/pickle_compat.h"
+#include "models/interop/pickle_compat.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>

@@ -1,4 +1,4 @@
-#include "models/weights.h"
+#include "models/interop/weights.h"
 
 #include <fstream>
 #include <iterator>
@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "models/glow_tts.h"
-#include "models/pickle_compat.h"
+#include "models/interop/pickle_compat.h"
 
 namespace monoflow::models {
 
