@@ -1,4 +1,5 @@
-// In-memory 16-bit PCM mono WAV encoding (for TensorBoard audio and synthesized files).
+// In-memory 16-bit PCM mono WAV encoding (for TensorBoard audio and synthesized files): the
+// samples are quantised here (round(x * 32767), clipped to [-1, 1]), libsndfile writes the file.
 #pragma once
 
 #include <torch/torch.h>
