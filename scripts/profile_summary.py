@@ -45,7 +45,7 @@ def launching_ops(events):
     """correlation id -> "outer / inner" op names of the host ops around each kernel launch."""
     by_tid = collections.defaultdict(list)
     for e in events:
-        if e.get("cat") in ("cpu_op", "cuda_runtime"):
+        if e.get("cat") in ("cpu_op", "cuda_runtime", "cuda_driver"):
             by_tid[e.get("tid")].append(e)
     names = {}
     for items in by_tid.values():

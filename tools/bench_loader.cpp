@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/error.h"
+#include "cli_main.h"
 #include "data/datasets.h"
 #include "data/loader.h"
 #include "data/text_encoder.h"
@@ -27,9 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--prefetch", lo.prefetch_batches);
   app.add_option("--batches", batches, "batches to time (after one warm-up epoch when cached)");
   app.add_flag("--no-add-noise", no_noise);
-  CLI11_PARSE(app, argc, argv);
-  o.add_noise = !no_noise;
-  try {
+  return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("bench_loader"), [&] {
+    o.add_noise = !no_noise;
     auto tp = std::make_shared<const monoflow::text::TextProcessor>(monoflow::text::TextOptions{});
     auto sets = data::load_datasets(o, data::text_encoder(tp));
     data::DataLoader loader(sets.train, lo);
@@ -53,8 +52,5 @@ int main(int argc, char** argv) {
                 frames * o.hop_length / double(o.sampling_rate) / s, lo.num_workers,
                 o.cache_dir.empty() ? "off" : "warm");
     return 0;
-  } catch (const monoflow::UserError& e) {
-    std::cerr << "bench_loader: error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

@@ -16,7 +16,7 @@
 #include <torch/torch.h>
 
 #include "align/mas.h"
-#include "common/error.h"
+#include "cli_main.h"
 
 namespace {
 
@@ -32,40 +32,35 @@ struct Args {
   std::vector<int64_t> point;  // --point B,T,S: that shape alone (e.g. under a profiler)
 };
 
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw monoflow::UserError("bench_mas: " + arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--backends") {
-      a.backends.clear();
-      std::stringstream list(value());
-      for (std::string b; std::getline(list, b, ',');) {
-        monoflow::align::parse_backend(b);
-        a.backends.push_back(b);
-      }
-    } else if (arg == "--csv") {
-      a.csv = value();
-    } else if (arg == "--repeats") {
-      a.repeats = std::max(1, std::stoi(value()));
-    } else if (arg == "--cpu-max-text") {
-      a.cpu_max_text = std::stoi(value());
-    } else if (arg == "--point") {
-      std::stringstream list(value());
-      for (std::string n; std::getline(list, n, ',');) a.point.push_back(std::stoll(n));
-      if (a.point.size() != 3) throw monoflow::UserError("bench_mas: --point takes B,T,S");
-    } else if (arg == "--quick") {
-      a.quick = true;
-    } else {
-      throw monoflow::UserError("bench_mas: unknown argument '" + arg +
-                                "'; use --backends cpu,cuda,cuda-fast --csv FILE --repeats N "
-                                "--cpu-max-text T --quick --point B,T,S");
+// The command line. Lists arrive as comma-separated text and are checked in parse_lists.
+void add_options(CLI::App& app, Args& a, std::string& backends, std::string& point) {
+  app.add_option("--backends", backends, "comma-separated MAS backends (default: cpu,cuda,cuda-fast)");
+  app.add_option("--csv", a.csv, "also write the CSV here");
+  app.add_option("--repeats", a.repeats, "timed runs per point (at least 1; default 10)");
+  app.add_option("--cpu-max-text", a.cpu_max_text, "the cpu backend runs T <= this (default 2048)");
+  app.add_option("--point", point, "B,T,S: that shape alone (e.g. under a profiler)");
+  app.add_flag("--quick", a.quick, "B=16, T <= 512 only");
+}
+
+void parse_lists(Args& a, const std::string& backends, const std::string& point) {
+  a.repeats = std::max(1, a.repeats);
+  if (!backends.empty()) {
+    a.backends.clear();
+    std::stringstream list(backends);
+    for (std::string b; std::getline(list, b, ',');) {
+      monoflow::align::parse_backend(b);
+      a.backends.push_back(b);
     }
   }
-  return a;
+  if (!point.empty()) {
+    std::stringstream list(point);
+    try {
+      for (std::string n; std::getline(list, n, ',');) a.point.push_back(std::stoll(n));
+    } catch (const std::logic_error&) {
+      a.point.clear();
+    }
+    if (a.point.size() != 3) throw monoflow::UserError("--point takes B,T,S");
+  }
 }
 
 struct Input {
@@ -138,117 +133,122 @@ struct Row {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
-  const Args args = parse(argc, argv);
-  if (!torch::cuda::is_available()) {
-    std::fprintf(stderr, "bench_mas: no CUDA device; the grid is specified on the GPU\n");
-    return 1;
-  }
-  torch::manual_seed(1234);
-  std::vector<Row> rows;
+int main(int argc, char** argv) {
+  CLI::App app{"The MAS grid benchmark (docs/design.md, \"Benchmark specifications: MAS grid\")."};
+  Args parsed;
+  std::string backends_arg, point_arg;
+  add_options(app, parsed, backends_arg, point_arg);
+  return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("bench_mas").user_label("").usage_exit_code(1),
+                            [&] {
+    parse_lists(parsed, backends_arg, point_arg);
+    const Args& args = parsed;
+    if (!torch::cuda::is_available()) {
+      std::fprintf(stderr, "bench_mas: no CUDA device; the grid is specified on the GPU\n");
+      return 1;
+    }
+    torch::manual_seed(1234);
+    std::vector<Row> rows;
 
-  auto bench_point = [&](const std::string& tag, const Input& in, int64_t batch, int64_t text,
-                         int64_t mel) {
-    torch::Tensor reference;  // durations of the first backend run, to check agreement
-    for (const std::string& name : args.backends) {
-      const Backend backend = monoflow::align::parse_backend(name);
-      if (!monoflow::align::backend_available(backend)) continue;
-      const bool is_cpu = backend == Backend::kCpu;
-      if (is_cpu && text > args.cpu_max_text) continue;
-      MasOptions o;
-      o.backend = backend;
-      // The cpu backend costs seconds at the largest points: fewer repeats there.
-      const int64_t cells = batch * text * mel;
-      const int repeats = is_cpu ? (cells > (1LL << 28) ? 1 : 3) : args.repeats;
-      const int warmup = is_cpu ? (cells > (1LL << 28) ? 0 : 1) : 2;
-      torch::Tensor durations;
-      const double ms = time_backend(in, o, repeats, warmup, &durations);
-      std::string note;
-      if (!reference.defined()) {
-        reference = durations;
-      } else {
-        note = torch::equal(durations, reference) ? "same" : "DIFFERENT";
-      }
-      rows.push_back({tag.empty() ? name : name + "[" + tag + "]", batch, text, mel, ms, note});
-      std::fprintf(stderr, "  %-32s B=%-3lld T=%-5lld S=%-6lld %10.3f ms %s\n",
-                   rows.back().backend.c_str(), (long long)batch, (long long)text,
-                   (long long)mel, ms, note.c_str());
-      if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
-        const std::string prefix = name + "[" + (tag.empty() ? "" : tag + "+");
-        struct Variant {
-          const char* label;
-          int rows_per_lane, kernel;
-        };
-        for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled+K4", 4, 1},
-                                 Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged+K8", 8, 3},
-                                 Variant{"v4-fused+K2", 2, 4}, Variant{"v4-fused+K4", 4, 4}}) {
-          o.fast_rows_per_lane = v.rows_per_lane;
-          o.fast_variant = v.kernel;
-          if (v.kernel == 1 && mel % 4 != 0) continue;
-          try {
-            const double vms = time_backend(in, o, repeats, warmup, &durations);
-            rows.push_back({prefix + v.label + "]", batch, text, mel, vms,
-                            torch::equal(durations, reference) ? "same" : "DIFFERENT"});
-          } catch (const monoflow::UserError& e) {
-            if (std::string(e.what()).find("does not fit") != std::string::npos) continue;  // v4: too long
-            rows.push_back({prefix + v.label + "]", batch, text, mel, -1, "ERROR"});
-            std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
-          } catch (const std::exception& e) {
-            rows.push_back({prefix + v.label + "]", batch, text, mel, -1, "ERROR"});
-            std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
-          }
+    auto bench_point = [&](const std::string& tag, const Input& in, int64_t batch, int64_t text,
+                           int64_t mel) {
+      torch::Tensor reference;  // durations of the first backend run, to check agreement
+      for (const std::string& name : args.backends) {
+        const Backend backend = monoflow::align::parse_backend(name);
+        if (!monoflow::align::backend_available(backend)) continue;
+        const bool is_cpu = backend == Backend::kCpu;
+        if (is_cpu && text > args.cpu_max_text) continue;
+        MasOptions o;
+        o.backend = backend;
+        // The cpu backend costs seconds at the largest points: fewer repeats there.
+        const int64_t cells = batch * text * mel;
+        const int repeats = is_cpu ? (cells > (1LL << 28) ? 1 : 3) : args.repeats;
+        const int warmup = is_cpu ? (cells > (1LL << 28) ? 0 : 1) : 2;
+        torch::Tensor durations;
+        const double ms = time_backend(in, o, repeats, warmup, &durations);
+        std::string note;
+        if (!reference.defined()) {
+          reference = durations;
+        } else {
+          note = torch::equal(durations, reference) ? "same" : "DIFFERENT";
         }
-        o.fast_rows_per_lane = 0;
-        o.fast_variant = 0;
-        o.want_path = false;
-        const double dms = time_backend(in, o, repeats, warmup, &durations);
-        rows.push_back({prefix + "durations-only]", batch,
-                        text, mel, dms, torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+        rows.push_back({tag.empty() ? name : name + "[" + tag + "]", batch, text, mel, ms, note});
+        std::fprintf(stderr, "  %-32s B=%-3lld T=%-5lld S=%-6lld %10.3f ms %s\n",
+                     rows.back().backend.c_str(), (long long)batch, (long long)text,
+                     (long long)mel, ms, note.c_str());
+        if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
+          const std::string prefix = name + "[" + (tag.empty() ? "" : tag + "+");
+          struct Variant {
+            const char* label;
+            int rows_per_lane, kernel;
+          };
+          for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled+K4", 4, 1},
+                                   Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged+K8", 8, 3},
+                                   Variant{"v4-fused+K2", 2, 4}, Variant{"v4-fused+K4", 4, 4}}) {
+            o.fast_rows_per_lane = v.rows_per_lane;
+            o.fast_variant = v.kernel;
+            if (v.kernel == 1 && mel % 4 != 0) continue;
+            try {
+              const double vms = time_backend(in, o, repeats, warmup, &durations);
+              rows.push_back({prefix + v.label + "]", batch, text, mel, vms,
+                              torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+            } catch (const monoflow::UserError& e) {
+              if (std::string(e.what()).find("does not fit") != std::string::npos) continue;  // v4: too long
+              rows.push_back({prefix + v.label + "]", batch, text, mel, -1, "ERROR"});
+              std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
+            } catch (const std::exception& e) {
+              rows.push_back({prefix + v.label + "]", batch, text, mel, -1, "ERROR"});
+              std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
+            }
+          }
+          o.fast_rows_per_lane = 0;
+          o.fast_variant = 0;
+          o.want_path = false;
+          const double dms = time_backend(in, o, repeats, warmup, &durations);
+          rows.push_back({prefix + "durations-only]", batch,
+                          text, mel, dms, torch::equal(durations, reference) ? "same" : "DIFFERENT"});
+        }
+      }
+    };
+
+    if (!args.point.empty()) {
+      const Input in = full_input(args.point[0], args.point[1], args.point[2]);
+      bench_point("", in, args.point[0], args.point[1], args.point[2]);
+      for (const Row& r : rows) std::printf("%-40s %10.3f ms\n", r.backend.c_str(), r.ms);
+      return 0;
+    }
+    const std::vector<int64_t> batches = args.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 32};
+    const std::vector<int64_t> texts =
+        args.quick ? std::vector<int64_t>{128, 256, 512} : std::vector<int64_t>{128, 256, 512, 1024, 2048};
+    for (int64_t batch : batches) {
+      for (int64_t text : texts) {
+        const Input in = full_input(batch, text, 4 * text);
+        bench_point("", in, batch, text, 4 * text);
       }
     }
-  };
-
-  if (!args.point.empty()) {
-    const Input in = full_input(args.point[0], args.point[1], args.point[2]);
-    bench_point("", in, args.point[0], args.point[1], args.point[2]);
-    for (const Row& r : rows) std::printf("%-40s %10.3f ms\n", r.backend.c_str(), r.ms);
-    return 0;
-  }
-  const std::vector<int64_t> batches = args.quick ? std::vector<int64_t>{16} : std::vector<int64_t>{16, 32};
-  const std::vector<int64_t> texts =
-      args.quick ? std::vector<int64_t>{128, 256, 512} : std::vector<int64_t>{128, 256, 512, 1024, 2048};
-  for (int64_t batch : batches) {
-    for (int64_t text : texts) {
-      const Input in = full_input(batch, text, 4 * text);
-      bench_point("", in, batch, text, 4 * text);
+    {
+      const int64_t batch = args.quick ? 16 : 32, text = args.quick ? 512 : 2048;
+      const Input in = random_length_input(batch, text, 4 * text);
+      bench_point("random-lengths", in, batch, text, 4 * text);
     }
-  }
-  {
-    const int64_t batch = args.quick ? 16 : 32, text = args.quick ? 512 : 2048;
-    const Input in = random_length_input(batch, text, 4 * text);
-    bench_point("random-lengths", in, batch, text, 4 * text);
-  }
-  {
-    const Input in = training_input(32);
-    bench_point("training-batch", in, 32, in.logp.size(1), in.logp.size(2));
-  }
+    {
+      const Input in = training_input(32);
+      bench_point("training-batch", in, 32, in.logp.size(1), in.logp.size(2));
+    }
 
-  std::printf("\n%-40s %4s %6s %7s %12s  %s\n", "backend", "B", "T", "S", "median ms", "paths");
-  for (const Row& r : rows) {
-    std::printf("%-40s %4lld %6lld %7lld %12.3f  %s\n", r.backend.c_str(), (long long)r.batch,
-                (long long)r.text, (long long)r.mel, r.ms, r.note.c_str());
-  }
-  std::ostringstream csv;
-  csv << "backend,B,T,S,ms\n";
-  for (const Row& r : rows) {
-    csv << r.backend << "," << r.batch << "," << r.text << "," << r.mel << "," << r.ms << "\n";
-  }
-  std::printf("\n%s", csv.str().c_str());
-  if (!args.csv.empty()) std::ofstream(args.csv) << csv.str();
-  bool agree = true;
-  for (const Row& r : rows) agree = agree && r.note != "DIFFERENT" && r.note != "ERROR";
-  return agree ? 0 : 2;
-} catch (const monoflow::UserError& e) {
-  std::fprintf(stderr, "%s\n", e.what());
-  return 1;
+    std::printf("\n%-40s %4s %6s %7s %12s  %s\n", "backend", "B", "T", "S", "median ms", "paths");
+    for (const Row& r : rows) {
+      std::printf("%-40s %4lld %6lld %7lld %12.3f  %s\n", r.backend.c_str(), (long long)r.batch,
+                  (long long)r.text, (long long)r.mel, r.ms, r.note.c_str());
+    }
+    std::ostringstream csv;
+    csv << "backend,B,T,S,ms\n";
+    for (const Row& r : rows) {
+      csv << r.backend << "," << r.batch << "," << r.text << "," << r.mel << "," << r.ms << "\n";
+    }
+    std::printf("\n%s", csv.str().c_str());
+    if (!args.csv.empty()) std::ofstream(args.csv) << csv.str();
+    bool agree = true;
+    for (const Row& r : rows) agree = agree && r.note != "DIFFERENT" && r.note != "ERROR";
+    return agree ? 0 : 2;
+  });
 }

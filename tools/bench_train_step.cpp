@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "align/mas.h"
-#include "common/error.h"
-#include "train/config_io.h"
-#include "train/options_map.h"
+#include "cli_main.h"
+#include "train/config/config_io.h"
+#include "train/config/options_map.h"
 #include "train/step_bench.h"
 
 namespace {
@@ -51,8 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", batch_size, "batch size (spec: 32)");
   app.add_option("--steps", steps, "timed steps (spec: 30)");
   app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return cli_main(app, argc, argv, CliStyle("bench_train_step"), [&] {
     train::StepBenchOptions o;
     o.config = train::load_config(config_path, overrides);
     o.device = train::resolve_device(device_arg);
@@ -103,11 +102,5 @@ int main(int argc, char** argv) {
       std::ofstream(csv_path) << csv.str();
     }
     return 0;
-  } catch (const UserError& e) {
-    std::fprintf(stderr, "bench_train_step: error: %s\n", e.what());
-    return 1;
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "bench_train_step: internal error: %s\n", e.what_without_backtrace());
-    return 3;
-  }
+  });
 }

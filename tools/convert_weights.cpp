@@ -5,48 +5,28 @@
 // every shape) and writes it back out as a plain state_dict or an official checkpoint dict.
 //
 //   convert_weights IN.pth [OUT.pt] [--checkpoint] [--dilation-rate N] [--keys]
-#include <cstdlib>
 #include <iostream>
 #include <string>
 
-#include "common/error.h"
+#include "cli_main.h"
 #include "models/glow_tts.h"
-#include "models/weights.h"
+#include "models/interop/weights.h"
 
 int main(int argc, char** argv) {
   using namespace monoflow;
   std::string in, out;
   bool checkpoint = false, print_keys = false;
   int64_t dilation_rate = 1;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--checkpoint") {
-      checkpoint = true;
-    } else if (a == "--keys") {
-      print_keys = true;
-    } else if (a == "--dilation-rate" && i + 1 < argc) {
-      dilation_rate = std::atoll(argv[++i]);
-    } else if (a == "-h" || a == "--help" || a.rfind("--", 0) == 0) {
-      std::cerr << "usage: convert_weights IN.pth [OUT.pt] [--checkpoint] [--dilation-rate N] [--keys]\n"
-                   "  Reads an official Glow-TTS state_dict/checkpoint, checks it against monoflow's\n"
-                   "  model, and optionally writes it (OUT.pt) as a state_dict or, with --checkpoint,\n"
-                   "  as {'model', 'iteration', 'learning_rate'}. dilation_rate is not visible in the\n"
-                   "  shapes (ljspeech: 1).\n";
-      return a == "-h" || a == "--help" ? 0 : 2;
-    } else if (in.empty()) {
-      in = a;
-    } else if (out.empty()) {
-      out = a;
-    } else {
-      std::cerr << "convert_weights: unexpected argument '" << a << "'\n";
-      return 2;
-    }
-  }
-  if (in.empty()) {
-    std::cerr << "convert_weights: no input file (see --help)\n";
-    return 2;
-  }
-  try {
+  CLI::App app{"Reads an official Glow-TTS state_dict/checkpoint, checks it against monoflow's model, and\n"
+               "optionally writes it (OUT.pt) as a state_dict or, with --checkpoint, as\n"
+               "{'model', 'iteration', 'learning_rate'}. dilation_rate is not visible in the shapes\n"
+               "(ljspeech: 1)."};
+  app.add_option("in", in, "official state_dict or checkpoint (IN.pth)")->required();
+  app.add_option("out", out, "write the weights here (OUT.pt)");
+  app.add_flag("--checkpoint", checkpoint, "write the official checkpoint dict instead of a bare state_dict");
+  app.add_option("--dilation-rate", dilation_rate, "the model's dilation_rate (not visible in the shapes)");
+  app.add_flag("--keys", print_keys, "print every key and shape");
+  return cli_main(app, argc, argv, CliStyle("convert_weights").user_label("").usage_exit_code(2), [&] {
     auto weights = models::read_state_dict(in);
     auto options = models::infer_options(weights, models::GlowTTSOptions(1, 1).dilation_rate(dilation_rate), in);
     models::GlowTTS model(options);
@@ -65,9 +45,6 @@ int main(int argc, char** argv) {
       models::export_official_weights(*model, out, checkpoint);
       std::cout << "wrote " << out << (checkpoint ? " (checkpoint dict)" : " (state_dict)") << "\n";
     }
-  } catch (const UserError& e) {
-    std::cerr << "convert_weights: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -1,13 +1,13 @@
 // synthesize: text -> wav (Griffin-Lim) with a trained checkpoint; optionally PNGs of the mel
-// and of the alignment. Everything it does lives in src/train/synthesis.cpp.
+// and of the alignment. Everything it does lives in src/train/synth/.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 
-#include "common/error.h"
-#include "train/image.h"
-#include "train/synthesis.h"
-#include "train/wav.h"
+#include "cli_main.h"
+#include "train/log/image.h"
+#include "train/synth/synthesis.h"
+#include "train/synth/wav.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim vocoder)."};
@@ -23,8 +23,7 @@ int main(int argc, char** argv) {
   app.add_option("--length-scale", o.length_scale, "speaking-rate scale (1.0; larger is slower)");
   app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations (32)");
   app.add_option("--seed", o.seed, "seed of the prior noise and the initial phases");
-  CLI11_PARSE(app, argc, argv);
-  try {
+  return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("synthesize"), [&] {
     const auto r = monoflow::train::synthesize(o);
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
     if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_heatmap(r.mel).bytes);
@@ -33,11 +32,5 @@ int main(int argc, char** argv) {
                  static_cast<double>(r.audio.numel()) / r.sample_rate, static_cast<long long>(r.mel.size(1)),
                  static_cast<long long>(r.step));
     return 0;
-  } catch (const monoflow::UserError& e) {
-    std::fprintf(stderr, "synthesize: error: %s\n", e.what());
-    return 1;
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "synthesize: internal error: %s\n", e.what_without_backtrace());
-    return 3;
-  }
+  });
 }

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "common/error.h"
-#include "train/config_io.h"
+#include "cli_main.h"
+#include "train/config/config_io.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -31,9 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint");
   app.add_flag("--dry-run,--print-config", print_config,
                "load and validate the config (with --set overrides), print the resolved values, exit");
-  CLI11_PARSE(app, argc, argv);
-
-  try {
+  return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("train").blank_line(), [&] {
     if (!backend.empty()) overrides.push_back("run.align_backend=" + backend);
     if (compare_align) overrides.push_back("run.compare_align=true");
     if (!run_dir.empty()) overrides.push_back("run.dir=" + run_dir);
@@ -52,14 +50,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),
                  summary.stop_reason.c_str(), summary.checkpoint.empty() ? "(none)" : summary.checkpoint.c_str());
     return 0;
-  } catch (const monoflow::UserError& e) {
-    std::fprintf(stderr, "\ntrain: error: %s\n", e.what());
-    return 1;
-  } catch (const c10::Error& e) {
-    std::fprintf(stderr, "\ntrain: internal error: %s\n", e.what_without_backtrace());
-    return 3;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\ntrain: error: %s\n", e.what());
-    return 3;
-  }
+  });
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,34 @@ struct SndCloser {
   void operator()(SNDFILE* f) const { sf_close(f); }
 };
 using SndPtr = std::unique_ptr<SNDFILE, SndCloser>;
+
+// A growable byte buffer behind libsndfile's virtual I/O (writes may seek back to the header).
+struct MemoryFile {
+  std::string bytes;
+  sf_count_t pos = 0;
+};
+sf_count_t memory_length(void* user) { return static_cast<sf_count_t>(static_cast<MemoryFile*>(user)->bytes.size()); }
+sf_count_t memory_seek(sf_count_t offset, int whence, void* user) {
+  auto* m = static_cast<MemoryFile*>(user);
+  const sf_count_t base = whence == SEEK_CUR ? m->pos : whence == SEEK_END ? memory_length(user) : 0;
+  m->pos = std::max<sf_count_t>(0, base + offset);
+  return m->pos;
+}
+sf_count_t memory_read(void* ptr, sf_count_t count, void* user) {
+  auto* m = static_cast<MemoryFile*>(user);
+  const sf_count_t n = std::max<sf_count_t>(0, std::min(count, memory_length(user) - m->pos));
+  if (n > 0) std::memcpy(ptr, m->bytes.data() + m->pos, static_cast<size_t>(n));
+  m->pos += n;
+  return n;
+}
+sf_count_t memory_write(const void* ptr, sf_count_t count, void* user) {
+  auto* m = static_cast<MemoryFile*>(user);
+  if (m->pos + count > memory_length(user)) m->bytes.resize(static_cast<size_t>(m->pos + count));
+  std::memcpy(&m->bytes[static_cast<size_t>(m->pos)], ptr, static_cast<size_t>(count));
+  m->pos += count;
+  return count;
+}
+sf_count_t memory_tell(void* user) { return static_cast<MemoryFile*>(user)->pos; }
 
 SndPtr open_read(const std::string& path, SF_INFO* info) {
   *info = SF_INFO{};
@@ -128,6 +158,22 @@ void write_audio(const std::string& path, const std::vector<float>& samples, int
   if (sf_writef_short(f.get(), pcm.data(), frames) != frames) {
     throw FileError(path, 0, "short write");
   }
+}
+
+std::string wav_pcm16_bytes(const std::vector<int16_t>& pcm, int sample_rate) {
+  SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
+  SF_INFO info{};
+  info.samplerate = sample_rate;
+  info.channels = 1;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+  MemoryFile file;
+  {
+    SndPtr f(sf_open_virtual(&io, SFM_WRITE, &info, &file));
+    if (!f) throw UserError(std::string("cannot encode a WAV file: ") + sf_strerror(nullptr));
+    const auto frames = static_cast<sf_count_t>(pcm.size());
+    if (sf_write_short(f.get(), pcm.data(), frames) != frames) throw UserError("cannot encode a WAV file: short write");
+  }  // sf_close writes the final sizes into the header
+  return std::move(file.bytes);
 }
 
 }  // namespace monoflow::data

@@ -37,4 +37,8 @@ Audio read_audio(const std::string& path, int target_rate, bool resample);
 void write_audio(const std::string& path, const std::vector<float>& samples, int sample_rate,
                  int channels = 1);
 
+// A mono 16-bit PCM WAV file in memory (libsndfile, canonical 44-byte header): the samples as
+// given, no scaling. For TensorBoard audio and synthesized files.
+std::string wav_pcm16_bytes(const std::vector<int16_t>& pcm, int sample_rate);
+
 }  // namespace monoflow::data

@@ -1,11 +1,11 @@
-// The Glow-TTS generator (official models.FlowGenerator) and its losses.
+// The Glow-TTS generator (official models.FlowGenerator); its losses are in models/losses.h.
 //
 // Training step (what the trainer calls):
 //   models::GlowTTS model(models::GlowTTSOptions(n_vocab, n_mels) /* .hidden_channels(...) ... */);
 //   model->set_ddi(true);                 // first forward initialises every ActNorm (DDI)
 //   auto out = model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths,
 //                             batch.speakers /* undefined if single-speaker */, mas_options);
-//   auto l_mle = models::mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask);
+//   auto l_mle = models::mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask);  // models/losses.h
 //   auto l_dur = models::duration_loss(out.logw, out.logw_, batch.text_lengths);
 //   (l_mle + l_dur).backward();
 // Synthesis:
@@ -93,13 +93,5 @@ torch::Tensor compute_logp(const torch::Tensor& x_m, const torch::Tensor& x_logs
 // Alignment from integer durations: path[b, t, s] = 1 for cumsum(d)[t-1] <= s < cumsum(d)[t],
 // times mask [B, T, S] (the original commons.generate_path).
 torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask);
-
-// Negative log-likelihood per mel element (the original commons.mle_loss):
-// (sum(z_logs) + 0.5 * sum(exp(-2 z_logs) (z - z_m)^2) - sum(logdet)) / (sum(z_mask) * n_mels)
-//   + 0.5 * log(2 pi).
-torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
-                       const torch::Tensor& logdet, const torch::Tensor& z_mask);
-// sum((logw - logw_)^2) / sum(x_lengths) (the original commons.duration_loss).
-torch::Tensor duration_loss(const torch::Tensor& logw, const torch::Tensor& logw_, const torch::Tensor& x_lengths);
 
 }  // namespace monoflow::models

@@ -15,8 +15,8 @@
 #include "train/align_compare.h"
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
-#include "train/noam.h"
-#include "train/options_map.h"
+#include "train/lr_schedule.h"
+#include "train/config/options_map.h"
 #include "train/precision.h"
 #include "train/train_step.h"
 

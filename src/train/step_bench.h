@@ -23,7 +23,7 @@
 
 #include "align/mas.h"
 #include "data/batch.h"
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace monoflow::train {
 

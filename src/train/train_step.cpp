@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "models/losses.h"
 #include "train/precision.h"
 
 namespace monoflow::train {

@@ -9,8 +9,8 @@
 #include "align/mas.h"
 #include "data/batch.h"
 #include "models/glow_tts.h"
-#include "train/distributed.h"
-#include "train/gradient_reducer.h"
+#include "train/distributed/distributed.h"
+#include "train/distributed/gradient_reducer.h"
 
 namespace monoflow::train {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/config.h"
+#include "train/config/config.h"
 
 namespace monoflow::train {
 

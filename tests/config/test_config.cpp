@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "train/config_io.h"
+#include "train/config/config_io.h"
 
 using monoflow::UserError;
 using namespace monoflow::train;

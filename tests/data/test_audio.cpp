@@ -99,4 +99,22 @@ TEST(Audio, MissingOrGarbageFileIsAFileError) {
   }
 }
 
+TEST(Audio, WavBytesAre16BitMonoPcmThatReadsBack) {
+  TempDir dir;
+  const std::vector<int16_t> pcm = {0, 16384, -32767, 32767, -32768, 1};
+  const std::string bytes = wav_pcm16_bytes(pcm, 16000);
+  ASSERT_EQ(bytes.size(), 44u + 2 * pcm.size());  // the canonical header, then the samples
+  EXPECT_EQ(bytes.substr(0, 4), "RIFF");
+  EXPECT_EQ(bytes.substr(36, 4), "data");
+  std::ofstream(dir / "a.wav", std::ios::binary) << bytes;
+  const auto info = probe_audio(dir / "a.wav");
+  EXPECT_EQ(info.sample_rate, 16000);
+  EXPECT_EQ(info.channels, 1);
+  EXPECT_EQ(info.frames, static_cast<int64_t>(pcm.size()));
+  const auto audio = read_audio(dir / "a.wav", 16000, false);
+  ASSERT_EQ(audio.samples.size(), pcm.size());
+  for (size_t i = 0; i < pcm.size(); ++i) EXPECT_EQ(audio.samples[i], pcm[i] / 32768.0f) << i;
+  EXPECT_EQ(wav_pcm16_bytes({}, 22050).size(), 44u);
+}
+
 }  // namespace

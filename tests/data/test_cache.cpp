@@ -4,8 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <memory>
+#include <vector>
 
+#include "common/error.h"
+#include "data/cache_fill.h"
 #include "data/dataset.h"
 #include "data/feature_cache.h"
 #include "data_test_util.h"
@@ -69,15 +74,20 @@ TEST(FeatureCache, TruncatedEntryIsAMiss) {
   EXPECT_FALSE(cache.load(key).has_value());
 }
 
-TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
-  TempDir dir;
-  make_synthetic_ljspeech(dir / "lj", {6000, 9000});
+// A synthetic LJSpeech corpus in dir/lj with utterances of `samples`, cached in dir/cache.
+std::unique_ptr<TtsDataset> cached_corpus(const TempDir& dir, const std::vector<int64_t>& samples) {
+  make_synthetic_ljspeech(dir / "lj", samples);
   DataOptions o;
   o.dataset_dir = dir / "lj";
   o.cache_dir = dir / "cache";
   BadLines bad("error");
-  auto utts = read_ljspeech(o.dataset_dir, bad);
-  TtsDataset ds(utts, o, byte_encoder, bad);
+  return std::make_unique<TtsDataset>(read_ljspeech(o.dataset_dir, bad), o, byte_encoder, bad);
+}
+
+TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
+  TempDir dir;
+  const auto corpus = cached_corpus(dir, {6000, 9000});
+  const TtsDataset& ds = *corpus;
   ASSERT_NE(ds.cache(), nullptr);
   EXPECT_TRUE(ds.ensure_cached(0));
   EXPECT_FALSE(ds.ensure_cached(0));
@@ -90,6 +100,37 @@ TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
   EXPECT_TRUE(torch::equal(ds.get(1, 2).mel, first.mel));
   // And equal to a fresh computation with the key-derived dither seed.
   EXPECT_TRUE(torch::equal(ds.compute_mel(1, fnv1a64(key)), first.mel));
+}
+
+TEST(FeatureCache, FillComputesEachUtteranceOnceOnSeveralThreads) {
+  TempDir dir;
+  const auto corpus = cached_corpus(dir, {6000, 9000, 7000, 5000, 8000});
+  const TtsDataset& ds = *corpus;
+  CacheFillOptions fill;
+  fill.jobs = 3;
+  const auto first = fill_feature_cache({&ds, nullptr}, fill);
+  EXPECT_EQ(first.utterances, 5u);
+  EXPECT_EQ(first.computed, 5u);
+  EXPECT_DOUBLE_EQ(first.audio_seconds, ds.stats().audio_seconds);
+  for (size_t i = 0; i < ds.size(); ++i) {
+    const auto key = ds.cache()->key(ds.item(i).utterance.audio_path);
+    const auto stored = ds.cache()->load(key);
+    ASSERT_TRUE(stored.has_value()) << i;
+    EXPECT_TRUE(torch::equal(*stored, ds.compute_mel(i, fnv1a64(key)))) << i;
+  }
+  EXPECT_EQ(fill_feature_cache({&ds}, fill).computed, 0u);  // all cached already
+  fill.force = true;
+  EXPECT_EQ(fill_feature_cache({&ds}, fill).computed, 5u);
+}
+
+TEST(FeatureCache, FillRethrowsTheFirstError) {
+  TempDir dir;
+  const auto corpus = cached_corpus(dir, {6000, 9000});
+  const TtsDataset& ds = *corpus;
+  std::remove((dir / "lj/wavs/u1.wav").c_str());
+  CacheFillOptions fill;
+  fill.jobs = 2;
+  EXPECT_THROW(fill_feature_cache({&ds}, fill), monoflow::FileError);
 }
 
 }  // namespace

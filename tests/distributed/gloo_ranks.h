@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 namespace monoflow::train::testing {
 

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "gloo_ranks.h"
-#include "train/distributed.h"
+#include "train/distributed/distributed.h"
 
 using namespace monoflow::train;
 

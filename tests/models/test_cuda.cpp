@@ -11,6 +11,7 @@
 
 #include "model_test_util.h"
 #include "models/glow_tts.h"
+#include "models/losses.h"
 
 namespace monoflow::models {
 namespace {

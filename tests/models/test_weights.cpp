@@ -10,8 +10,8 @@
 #include "common/error.h"
 #include "model_test_util.h"
 #include "models/glow_tts.h"
-#include "models/pickle_compat.h"
-#include "models/weights.h"
+#include "models/interop/pickle_compat.h"
+#include "models/interop/weights.h"
 
 namespace monoflow::models {
 namespace {

@@ -22,10 +22,10 @@
 #include "tiny_corpus.h"
 #include "weights_util.h"
 #include "train/checkpoint.h"
-#include "train/config_io.h"
-#include "train/distributed.h"
-#include "train/gradient_reducer.h"
-#include "train/options_map.h"
+#include "train/config/config_io.h"
+#include "train/distributed/distributed.h"
+#include "train/distributed/gradient_reducer.h"
+#include "train/config/options_map.h"
 #include "train/train_step.h"
 
 namespace monoflow::train {

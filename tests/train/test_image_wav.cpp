@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "test_util.h"
-#include "train/image.h"
-#include "train/wav.h"
+#include "train/log/image.h"
+#include "train/synth/wav.h"
 
 namespace monoflow::train {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "test_util.h"
-#include "train/metrics_log.h"
-#include "train/progress.h"
+#include "train/log/metrics_log.h"
+#include "train/log/progress.h"
 
 namespace monoflow::train {
 namespace {

@@ -5,9 +5,9 @@
 #include <filesystem>
 
 #include "test_util.h"
-#include "train/image.h"
-#include "train/tensorboard.h"
-#include "train/wav.h"
+#include "train/log/image.h"
+#include "train/log/tensorboard.h"
+#include "train/synth/wav.h"
 
 namespace monoflow::train {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "train/tfrecord.h"
+#include "train/log/tfrecord.h"
 
 namespace monoflow::train {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
-#include "train/config_io.h"
-#include "train/image.h"
-#include "train/wav.h"
+#include "train/config/config_io.h"
+#include "train/log/image.h"
+#include "train/synth/wav.h"
 
 namespace monoflow::train::testing {
 

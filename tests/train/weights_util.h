@@ -8,8 +8,8 @@
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/options_map.h"
+#include "train/config/config.h"
+#include "train/config/options_map.h"
 
 namespace monoflow::train::testing {
 

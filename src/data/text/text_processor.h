@@ -5,7 +5,7 @@
 //   int64_t n_vocab = tp.vocab_size();       // the model's n_vocab
 //   ... after a pass over the corpus: if (!tp.unknown_report().empty()) warn(tp.unknown_report());
 //
-// Config mapping (src/train/config.h, data section): text_cleaners -> cleaners, symbols,
+// Config mapping (src/train/config/config.h, data section): text_cleaners -> cleaners, symbols,
 // cmudict_path, add_space, add_blank.
 //
 // Behaviour follows the original Glow-TTS / keithito text pipeline (text_to_sequence with

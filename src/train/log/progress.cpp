@@ -1,0 +1,79 @@
+#include "train/log/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace monoflow::train {
+
+std::string format_eta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>((s % 3600) / 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  }
+  return buf;
+}
+
+std::string format_progress(const ProgressInfo& p, bool with_bar) {
+  std::string out;
+  char buf[256];
+  if (with_bar && p.total_steps > 0) {
+    constexpr int kWidth = 20;
+    const double frac = std::clamp(static_cast<double>(p.step) / p.total_steps, 0.0, 1.0);
+    const int filled = static_cast<int>(frac * kWidth);
+    out += "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] ";
+  }
+  if (p.total_steps > 0) {
+    std::snprintf(buf, sizeof buf, "step %lld/%lld", static_cast<long long>(p.step),
+                  static_cast<long long>(p.total_steps));
+  } else {
+    std::snprintf(buf, sizeof buf, "step %lld", static_cast<long long>(p.step));
+  }
+  out += buf;
+  const double remaining =
+      p.total_steps > 0 && p.steps_per_s > 0 ? (p.total_steps - p.step) / p.steps_per_s : NAN;
+  std::snprintf(buf, sizeof buf,
+                " | epoch %lld | mle %.4f dur %.4f | lr %.3e | %.2f steps/s | MAS %.1f ms | ETA %s",
+                static_cast<long long>(p.epoch), p.loss_mle, p.loss_dur, p.lr, p.steps_per_s,
+                p.mas_ms, format_eta(remaining).c_str());
+  out += buf;
+  if (p.skipped > 0) out += " | skipped " + std::to_string(p.skipped);
+  return out;
+}
+
+ProgressLine::ProgressLine(std::FILE* stream)
+    : stream_(stream), live_(isatty(fileno(stream)) != 0) {}
+
+void ProgressLine::update(const ProgressInfo& p) {
+  if (live_) {
+    std::fprintf(stream_, "\r\033[K%s", format_progress(p, true).c_str());
+    dirty_ = true;
+  } else {
+    std::fprintf(stream_, "%s\n", format_progress(p, false).c_str());
+  }
+  std::fflush(stream_);
+}
+
+void ProgressLine::message(const std::string& text) {
+  if (live_ && dirty_) std::fprintf(stream_, "\r\033[K");
+  std::fprintf(stream_, "%s\n", text.c_str());
+  dirty_ = false;
+  std::fflush(stream_);
+}
+
+void ProgressLine::finish() {
+  if (live_ && dirty_) std::fprintf(stream_, "\n");
+  dirty_ = false;
+  std::fflush(stream_);
+}
+
+}  // namespace monoflow::train
