@@ -17,27 +17,11 @@
 #include "train/graphed_step.h"
 #include "train/lr_schedule.h"
 #include "train/config/options_map.h"
+#include "common/stats.h"
 #include "train/precision.h"
 #include "train/train_step.h"
 
 namespace monoflow::train {
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
-
-// Nearest-rank percentile (q in (0, 1]).
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
-  return v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
-}
-
-}  // namespace
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed) {
   std::mt19937_64 rng(seed);

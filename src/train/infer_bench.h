@@ -1,0 +1,49 @@
+// The inference benchmark of docs/design.md ("Benchmark specifications: Inference"): one
+// sentence of 100 symbols (token ids from a fixed seed) to the mel spectrogram, no vocoder,
+// with the ljspeech.yaml model in eval mode and noise scale 0.667. The output is about 1,800
+// frames: untrained weights predict other durations, so the length scale is set (by bisection
+// on the duration predictor's output, which the noise does not touch) to give that length,
+// and the frame count is reported. 3 warm-up calls, then the median of 20, the device
+// synchronised around each call; per precision (tf32, fp32, bf16 autocast).
+//
+// Eager only: the output length comes from the predicted durations, so a call's shapes are
+// known only once the encoder has run (a CUDA graph would need the host to read them back
+// between the encoder and the decoder, which is the one synchronisation the call has anyway).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "train/config/config.h"
+
+namespace monoflow::train {
+
+struct InferBenchOptions {
+  Config config;  // the model section is used (ljspeech.yaml for the spec)
+  torch::Device device{torch::kCPU};
+  int symbols = 100;
+  int target_frames = 1800;
+  int warmup_calls = 3;
+  int timed_calls = 20;
+  int vocab = 148;
+  double noise_scale = 0.667;
+  uint64_t seed = 1234;
+};
+
+struct InferBenchRow {
+  std::string precision;
+  int symbols = 0;
+  int frames = 0;            // mel frames of the output
+  double length_scale = 0;   // as set to reach target_frames
+  double ms = 0;             // median
+  double ms_min = 0, ms_p90 = 0, ms_max = 0;
+  double frames_per_s = 0;   // frames / median
+};
+
+InferBenchRow bench_inference(const InferBenchOptions& options, const std::string& precision);
+
+std::string infer_csv_header();
+std::string infer_csv_row(const InferBenchRow& row);
+
+}  // namespace monoflow::train
