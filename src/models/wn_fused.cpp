@@ -26,6 +26,15 @@ torch::Tensor to_time_rows(const torch::Tensor& x) {
 
 torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              int64_t padding, int64_t dilation) {
+  if (x.dim() == 4 && weight.size(2) == 1 && x.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
+    // A 1x1 convolution of ChannelsLast rows is a matrix product [B * T, C_in] x [C_in, C_out]:
+    // cuBLAS's sm90 kernels instead of cuDNN's, and no layout change either way.
+    const int64_t b = x.size(0), c_in = x.size(1), t = x.size(3), c_out = weight.size(0);
+    const auto rows = x.permute({0, 2, 3, 1}).reshape({b * t, c_in});
+    const auto w = weight.view({c_out, c_in}).t();
+    const auto y = bias.defined() ? torch::addmm(bias, rows, w) : torch::mm(rows, w);
+    return y.view({b, 1, t, c_out}).permute({0, 3, 1, 2});
+  }
   if (x.dim() == 4) {
     const std::vector<int64_t> stride{1, 1}, padding_2d{0, padding}, dilation_2d{1, dilation};
     return torch::conv2d(x, weight.unsqueeze(2), bias, stride, padding_2d, dilation_2d);

@@ -49,7 +49,8 @@ torch::Tensor to_channels_last_1d(const torch::Tensor& t);
 torch::Tensor to_time_rows(const torch::Tensor& x);
 
 // A stride-1 convolution over time, weight [C_out, C_in, K]: torch::conv1d for [B, C, T],
-// conv2d with a [C_out, C_in, 1, K] view of the weight for [B, C, 1, T] (keeping ChannelsLast).
+// conv2d with a [C_out, C_in, 1, K] view of the weight for [B, C, 1, T] (keeping ChannelsLast),
+// and for K = 1 on ChannelsLast rows a matrix product (no layout change, cuBLAS kernels).
 torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              int64_t padding = 0, int64_t dilation = 1);
 

@@ -219,6 +219,12 @@ TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   EXPECT_TRUE(y.is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_LE(max_abs_diff(y.squeeze(2), expected), 1e-4);
   EXPECT_LE(max_abs_diff(conv_over_time(x, weight, bias, 4, 2), expected), 1e-4);
+  // 1x1: a matrix product on the rows, with and without a bias.
+  auto w1 = torch::randn({12, 8, 1}, f32);
+  auto y1 = conv_over_time(rows, w1, bias);
+  EXPECT_TRUE(y1.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_LE(max_abs_diff(y1.squeeze(2), torch::conv1d(x, w1, bias)), 1e-4);
+  EXPECT_LE(max_abs_diff(conv_over_time(rows, w1, {}).squeeze(2), torch::conv1d(x, w1)), 1e-4);
 
   // The fused ops take [B, C, 1, T] and keep ChannelsLast.
   auto acts = gated_activation(y, bias);
