@@ -5,7 +5,8 @@
 #   MONOFLOW_QUICKSTART_MINUTES=20 scripts/quickstart.sh
 # Steps: generate the default corpus if missing (scripts/make_corpus.sh), build if needed
 # (scripts/setup.sh), fill the feature cache, train configs/quickstart.yaml (continuing a
-# previous quick-start run when there is one), synthesize a sentence with the newest checkpoint.
+# previous quick-start run when there is one; one without a checkpoint is moved aside into
+# runs/quickstart/previous-<time>/), synthesize a sentence with the newest checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,6 +40,10 @@ resume=()
 if ls "$RUN"/checkpoints/ckpt_*.pt >/dev/null 2>&1; then
   resume=(--resume)
   echo "quickstart: continuing the previous quick-start run in $RUN"
+elif [ -s "$RUN/metrics.jsonl" ]; then
+  # A run stopped before its first checkpoint: nothing to continue; train keeps it in previous-*/.
+  resume=(--force-new)
+  echo "quickstart: the previous quick-start run left no checkpoint; starting a new one"
 fi
 echo "quickstart: training $CONFIG for up to $MINUTES minutes (Ctrl-C stops it with a checkpoint)"
 "$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" "${resume[@]}"

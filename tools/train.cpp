@@ -1,5 +1,5 @@
 // train: the Glow-TTS trainer's command line. Everything it does lives in src/train/.
-//   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH]]
+//   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH] | --force-new]
 //         [--align-backend cpu|cuda|cuda-fast] [--compare-align] [--run-dir DIR]
 //         [--max-steps N] [--max-minutes M] [--dry-run]
 #include <CLI/CLI.hpp>
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a Glow-TTS model (monoflow)."};
   std::string config_path, resume, backend, run_dir;
   std::vector<std::string> overrides;
-  bool compare_align = false, print_config = false;
+  bool compare_align = false, print_config = false, force_new = false;
   int64_t max_steps = -1;
   double max_minutes = 0;
   app.add_option("--config,-c", config_path, "YAML config (configs/ljspeech.yaml, ...)")->required();
@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   auto* resume_opt = app.add_option("--resume", resume,
                                     "continue from the newest checkpoint of the run directory, or from PATH")
                          ->expected(0, 1);
+  app.add_flag("--force-new", force_new,
+               "the run directory holds a run: move it into <run dir>/previous-<time>/ and start afresh")
+      ->excludes(resume_opt);
   app.add_option("--align-backend", backend, "MAS backend: auto, cpu, cuda or cuda-fast (run.align_backend)");
   app.add_flag("--compare-align", compare_align,
                "run every available MAS backend on each step's log-likelihood, require identical paths, log times");
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
     }
     monoflow::train::RunOptions options;
     if (resume_opt->count() > 0) options.resume = resume.empty() ? "latest" : resume;
+    options.force_new = force_new;
     options.config_yaml = yaml;
     options.max_minutes = max_minutes;
     const auto summary = monoflow::train::train(config, options);

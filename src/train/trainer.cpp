@@ -30,6 +30,7 @@
 #include "train/precision.h"
 #include "train/log/progress.h"
 #include "train/rng_state.h"
+#include "train/run_dir.h"
 #include "train/signals.h"
 #include "train/log/tensorboard.h"
 #include "train/train_step.h"
@@ -86,6 +87,7 @@ class Trainer {
 
  private:
   void setup();
+  void claim_run_directory();
   std::string find_resume_checkpoint() const;
   void restore_or_initialise();
   void drop_metrics_after(int64_t step);
@@ -106,6 +108,7 @@ class Trainer {
   const Config& c_;
   const RunOptions& o_;
   ProgressLine progress_;
+  std::unique_ptr<RunDirLock> lock_;  // rank 0; declared early: released after everything else
 
   torch::Device device_{torch::kCPU};
   std::unique_ptr<Distributed> dist_;  // world_size 1: every call is a no-op
@@ -160,7 +163,12 @@ void Trainer::setup() {
   dir_ = c_.run.dir;
   ckpt_dir_ = dir_ / "checkpoints";
   std::error_code ec;
-  for (const auto& d : {dir_, ckpt_dir_, dir_ / "images", dir_ / "samples"}) {
+  fs::create_directories(dir_, ec);
+  if (!fs::is_directory(dir_)) {
+    throw FileError(dir_.string(), 0, "cannot create the run directory; check run.dir and permissions");
+  }
+  if (main_) claim_run_directory();
+  for (const auto& d : {ckpt_dir_, dir_ / "images", dir_ / "samples"}) {
     fs::create_directories(d, ec);
     if (!fs::is_directory(d)) {
       throw FileError(d.string(), 0, "cannot create the run directory; check run.dir and permissions");
@@ -211,6 +219,27 @@ void Trainer::setup() {
     reducer_ = std::make_unique<GradientReducer>(*dist_, model_->parameters());
     step_options_.reducer = reducer_.get();
   }
+}
+
+// Rank 0 only (the one that writes): one trainer per run directory, and a fresh run never
+// overwrites the run a directory holds (docs/reliability.md).
+void Trainer::claim_run_directory() {
+  if (o_.force_new && !o_.resume.empty()) throw UserError("--force-new and --resume exclude each other");
+  lock_ = std::make_unique<RunDirLock>(dir_.string());
+  const std::vector<std::string> evidence = run_evidence(dir_.string());
+  if (evidence.empty() || !o_.resume.empty()) return;
+  if (o_.force_new) {
+    const std::string aside = move_run_aside(dir_.string());
+    // Said even when quiet: the user must be able to find the old run.
+    progress_.message("--force-new: the previous run in " + dir_.string() + " moved to " + aside);
+    return;
+  }
+  std::string found;
+  for (const auto& f : evidence) found += (found.empty() ? "" : ", ") + f;
+  throw FileError(dir_.string(), 0, "this run directory holds a run already (" + found +
+                                        "); continue it with --resume, or start a new one with --force-new "
+                                        "(moves the old run into " + (dir_ / "previous-<time>").string() +
+                                        "/), or pick another --run-dir");
 }
 
 // Rank 0's parameters and buffers into every rank (after init and after DDI).

@@ -1,6 +1,7 @@
 // The training loop: config -> datasets, loader, model, Adam + schedule -> steps, with
 // logging (progress line, TensorBoard, metrics.jsonl, alignment PNGs), validation,
 // checkpoints and exact resume. Run directory layout (run.dir):
+//   train.lock             advisory lock of the trainer using it (src/train/run_dir.h)
 //   config.yaml            resolved config of the run
 //   checkpoints/ckpt_*.pt  newest train.keep_checkpoints kept
 //   tensorboard/           event files
@@ -19,6 +20,7 @@ namespace monoflow::train {
 
 struct RunOptions {
   std::string resume;          // "": fresh run; "latest": newest checkpoint of run.dir; else a path
+  bool force_new = false;      // a fresh run into a run.dir that holds one moves the old aside
   std::string config_yaml;     // the resolved config text to snapshot (to_yaml(config))
   double max_minutes = 0;      // > 0: stop (with a checkpoint) after this much wall time
   bool quiet = false;          // no progress line (tests)
@@ -33,8 +35,10 @@ struct RunSummary {
   std::string stop_reason;       // "max_steps", "epochs", "time limit", "signal"
 };
 
-// Throws UserError/FileError for what the user can fix (config, data, checkpoints) and a
-// UserError when the loss stays non-finite for train.max_nonfinite_steps steps in a row.
+// Throws UserError/FileError for what the user can fix (config, data, checkpoints), a
+// FileError when another trainer holds run.dir or when a fresh run (no resume, no force_new)
+// would overwrite the run it holds, and a UserError when the loss stays non-finite for
+// train.max_nonfinite_steps steps in a row.
 RunSummary train(const Config& config, const RunOptions& options);
 
 }  // namespace monoflow::train

@@ -296,7 +296,8 @@ TEST(Trainer, BadCheckpointsAndConfigsAreRefusedClearly) {
                       "run.align_backend");
     expect_user_error([&] { run(testing::tiny_config(corpus(), run_dir, 1, {"run.device=cuda"})); }, "run.device");
   }
-  expect_user_error([&] { run(testing::tiny_config(dir / "no-such-corpus", run_dir, 1)); }, "no-such-corpus");
+  // (Into a fresh directory: run_dir holds a run now, which a fresh run would be refused first.)
+  expect_user_error([&] { run(testing::tiny_config(dir / "no-such-corpus", dir / "fresh", 1)); }, "no-such-corpus");
 }
 
 TEST(TrainCli, DryRunPrintsTheResolvedConfigAndRejectsTypos) {
