@@ -4,12 +4,40 @@
 //         [--max-steps N] [--max-minutes M] [--dry-run]
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
 #include "cli_main.h"
 #include "train/config/config_io.h"
 #include "train/trainer.h"
+
+namespace {
+
+// CLI11's own range messages print the bounds as 17-digit doubles: these say what is meant.
+CLI::Validator whole_number_at_least_one() {
+  return CLI::Validator(
+      [](std::string& text) {
+        int64_t value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || value < 1) return "must be a whole number >= 1, got " + text;
+        return std::string();
+      },
+      "N>=1");
+}
+
+CLI::Validator finite_non_negative() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || value < 0) {
+          return "must be a number >= 0 (0: no limit), got " + text;
+        }
+        return std::string();
+      },
+      "M>=0");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a Glow-TTS model (monoflow)."};
@@ -30,8 +58,10 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-align", compare_align,
                "run every available MAS backend on each step's log-likelihood, require identical paths, log times");
   app.add_option("--run-dir", run_dir, "run directory (run.dir)");
-  app.add_option("--max-steps", max_steps, "stop after this many optimizer steps in total (train.max_steps)");
-  app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint");
+  app.add_option("--max-steps", max_steps, "stop after this many optimizer steps in total (train.max_steps)")
+      ->check(whole_number_at_least_one());
+  app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint")
+      ->check(finite_non_negative());
   app.add_flag("--dry-run,--print-config", print_config,
                "load and validate the config (with --set overrides), print the resolved values, exit");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("train").blank_line(), [&] {

@@ -331,5 +331,28 @@ TEST(TrainCli, ErrorsExitNonZeroNamingTheFile) {
   EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
 }
 
+// The reproduction: --max-steps -5 and --max-minutes -5 were silently ignored.
+TEST(TrainCli, NumbersOutOfRangeAreRejected) {
+  TempDir dir;
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus(), dir / "run", 1);
+  const std::string exe = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") + " --dry-run ";
+  int status = 0;
+  for (const auto& [args, words] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-steps -5", "--max-steps: must be a whole number >= 1, got -5"},
+           {"--max-steps 0", "--max-steps: must be a whole number >= 1, got 0"},
+           {"--max-steps 2.5", "--max-steps"},
+           {"--max-minutes -5", "--max-minutes: must be a number >= 0 (0: no limit), got -5"},
+           {"--max-minutes nan", "--max-minutes"},
+           {"--max-minutes inf", "--max-minutes"}}) {
+    const std::string out = testing::run_command(exe + args + " 2>&1", &status);
+    EXPECT_NE(WEXITSTATUS(status), 0) << args << ": " << out;
+    EXPECT_NE(out.find(words), std::string::npos) << args << ": " << out;
+    EXPECT_EQ(out.find("batch_size"), std::string::npos) << args << ": the dry run ran";
+  }
+  const std::string out = testing::run_command(exe + "--max-steps 7 --max-minutes 0.5 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("  max_steps: 7\n"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace monoflow::train
