@@ -1,5 +1,11 @@
 #include "train/synth/synthesis.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
 #include "common/error.h"
 #include "data/mel.h"
 #include "data/text/text_processor.h"
@@ -10,8 +16,56 @@
 #include "train/config/options_map.h"
 
 namespace monoflow::train {
+namespace {
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Checked before the checkpoint is read: a bad flag is the cheapest error.
+void check_bounds(const SynthesisOptions& o) {
+  if (!(o.length_scale > 0 && o.length_scale <= kMaxLengthScale)) {
+    throw UserError("--length-scale " + number(o.length_scale) + ": must be in (0, " + number(kMaxLengthScale) +
+                    "] (1 is the trained speaking rate; larger is slower)");
+  }
+  if (!(o.noise_scale >= 0 && o.noise_scale <= kMaxNoiseScale)) {
+    throw UserError("--noise-scale " + number(o.noise_scale) + ": must be in [0, " + number(kMaxNoiseScale) + "]");
+  }
+  if (o.griffin_lim_iterations < 0 || o.griffin_lim_iterations > kMaxGriffinLimIterations) {
+    throw UserError("--griffin-lim-iters " + std::to_string(o.griffin_lim_iterations) + ": must be in [0, " +
+                    std::to_string(kMaxGriffinLimIterations) + "]");
+  }
+  if (o.max_frames <= 0) throw UserError("--max-frames " + std::to_string(o.max_frames) + ": must be positive");
+}
+
+// A token that makes a sound: a letter, digit, ARPAbet or IPA symbol (any non-ASCII byte);
+// not pad, blank, space or punctuation.
+bool spoken(const text::TextProcessor& tp, int64_t id) {
+  if (id == tp.pad_id() || id == tp.blank_id()) return false;
+  for (const unsigned char c : tp.symbol(id)) {
+    if (std::isalnum(c) || c >= 0x80) return true;
+  }
+  return false;
+}
+
+// Frames the decoder would produce, as GlowTTSImpl::infer computes them (ceil of the
+// predicted durations, cut to a multiple of n_sqz), from the encoder alone.
+int64_t predicted_frames(models::GlowTTS& model, const torch::Tensor& text, const torch::Tensor& lengths,
+                         double length_scale) {
+  const auto enc = model->encoder->forward(text, lengths, {});
+  const double frames =
+      torch::ceil(torch::exp(enc.logw) * enc.x_mask * length_scale).sum(torch::kFloat64).item<double>();
+  const int64_t n_sqz = model->options().n_sqz();
+  if (!std::isfinite(frames) || frames > 1e15) return INT64_MAX;
+  return std::max<int64_t>(static_cast<int64_t>(frames) / n_sqz * n_sqz, n_sqz);
+}
+
+}  // namespace
 
 SynthesisResult synthesize(const SynthesisOptions& o) {
+  check_bounds(o);
   const CheckpointState state = read_checkpoint_state(o.checkpoint);
   if (state.config_yaml.empty()) {
     throw FileError(o.checkpoint, 0, "the checkpoint carries no config snapshot; it was not written by train");
@@ -21,7 +75,11 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
 
   const text::TextProcessor tp(text_options(c));
   const std::vector<int64_t> ids = tp.encode(o.text);
-  if (ids.empty()) throw UserError("--text: nothing to say after cleaning '" + o.text + "'");
+  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return spoken(tp, id); })) {
+    const std::string unknown = tp.unknown_report();
+    throw UserError("--text '" + o.text + "': nothing to say (no letter or phoneme of the symbol set " +
+                    c.data.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
+  }
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
@@ -33,12 +91,22 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   torch::NoGradGuard no_grad;
   const auto text = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
   const auto lengths = torch::tensor({static_cast<int64_t>(ids.size())}, torch::kInt64).to(device);
+  if (!model->emb_g) {  // (a multi-speaker model is refused by infer below)
+    const int64_t frames = predicted_frames(model, text, lengths, o.length_scale);
+    if (frames > o.max_frames) {
+      throw UserError("--text: the model predicts " + std::to_string(frames) + " mel frames (" +
+                      number(static_cast<double>(frames) * c.data.hop_length / c.data.sampling_rate) +
+                      " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
+                      std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
+    }
+  }
   const auto out = model->infer(text, lengths, {}, o.noise_scale, o.length_scale);
   const int64_t frames = out.y_lengths[0].item<int64_t>();
 
   SynthesisResult r;
   r.step = state.step;
   r.sample_rate = c.data.sampling_rate;
+  r.unknown_report = tp.unknown_report();
   r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
   r.alignment = out.attn[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
   GriffinLimOptions gl;
@@ -49,7 +117,12 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   gl.seed = static_cast<uint64_t>(o.seed);
   const auto basis = data::mel_filterbank(c.data.sampling_rate, c.data.filter_length, c.data.n_mel_channels,
                                           c.data.mel_fmin, c.data.mel_fmax);
-  const torch::Tensor audio = griffin_lim(mel_to_magnitude(r.mel, basis), gl);
+  torch::Tensor magnitude = mel_to_magnitude(r.mel, basis);
+  // The STFT's reflect padding needs more than n_fft / 2 samples: a very short output (a
+  // word at a small length scale) gets silent frames at its end rather than a torch error.
+  const int64_t min_frames = c.data.filter_length / (2 * c.data.hop_length) + 2;
+  if (magnitude.size(1) < min_frames) magnitude = torch::constant_pad_nd(magnitude, {0, min_frames - magnitude.size(1)});
+  const torch::Tensor audio = griffin_lim(magnitude, gl);
   const double peak = audio.abs().max().item<double>();
   r.audio = peak > 0 ? audio * (0.9 / peak) : audio;
   return r;

@@ -8,6 +8,12 @@
 
 namespace monoflow::train {
 
+// Bounds (docs/reliability.md): what synthesize() refuses with a UserError naming the flag.
+constexpr double kMaxLengthScale = 10.0;       // --length-scale in (0, kMaxLengthScale]
+constexpr double kMaxNoiseScale = 10.0;        // --noise-scale in [0, kMaxNoiseScale]
+constexpr int kMaxGriffinLimIterations = 10000;
+constexpr int64_t kDefaultMaxFrames = 30000;   // ~6 min at 22050 Hz, hop 256
+
 struct SynthesisOptions {
   std::string checkpoint;
   std::string text;
@@ -16,6 +22,8 @@ struct SynthesisOptions {
   double length_scale = 1.0;
   int griffin_lim_iterations = 32;
   int64_t seed = 1234;
+  // Refuse, before the decoder runs, a text whose predicted durations add up to more frames.
+  int64_t max_frames = kDefaultMaxFrames;
 };
 
 struct SynthesisResult {
@@ -24,8 +32,12 @@ struct SynthesisResult {
   torch::Tensor audio;      // 1-D, peak-normalised to 0.9 (CPU)
   int sample_rate = 22050;
   int64_t step = 0;         // the checkpoint's step
+  std::string unknown_report;  // characters of the text without a symbol, dropped ("" if none)
 };
 
+// UserError for options out of bounds, a text with nothing to say (no token that is spoken:
+// only spaces, punctuation, or characters outside the symbol set) and a predicted length over
+// options.max_frames; FileError for the checkpoint.
 SynthesisResult synthesize(const SynthesisOptions& options);
 
 }  // namespace monoflow::train

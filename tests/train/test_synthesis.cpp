@@ -1,0 +1,153 @@
+// synthesize's bounds: a text with nothing to say, the length scale's range, the frame budget
+// (checked before the decoder runs), a very short output; through the library and the tool.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "common/error.h"
+#include "data/text/text_processor.h"
+#include "models/glow_tts.h"
+#include "test_util.h"
+#include "tiny_corpus.h"
+#include "train/checkpoint.h"
+#include "train/config/config_io.h"
+#include "train/config/options_map.h"
+#include "train/rng_state.h"
+#include "train/synth/synthesis.h"
+
+namespace monoflow::train {
+namespace {
+
+using testing::TempDir;
+
+// An untrained tiny model's checkpoint (synthesis needs only its weights and config snapshot).
+std::string tiny_checkpoint(const TempDir& dir) {
+  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+  const text::TextProcessor tp(text_options(c));
+  torch::manual_seed(5);
+  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
+  torch::optim::Adam adam(model->parameters());
+  CheckpointState s;
+  s.step = 7;
+  s.scheduler = c.train.scheduler;
+  s.config_yaml = to_yaml(c);
+  s.rng = capture_rng();
+  const std::string path = dir / "ckpt_000000007.pt";
+  save_checkpoint(path, *model, adam, s);
+  return path;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+class Synthesis : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    checkpoint_ = new std::string(tiny_checkpoint(*dir_));
+  }
+  static void TearDownTestSuite() {
+    delete checkpoint_;
+    delete dir_;
+  }
+  static SynthesisOptions options(const std::string& text) {
+    SynthesisOptions o;
+    o.checkpoint = *checkpoint_;
+    o.text = text;
+    o.device = "cpu";
+    o.griffin_lim_iterations = 2;
+    return o;
+  }
+  static TempDir* dir_;
+  static std::string* checkpoint_;
+};
+TempDir* Synthesis::dir_ = nullptr;
+std::string* Synthesis::checkpoint_ = nullptr;
+
+TEST_F(Synthesis, ATextWithSomethingToSayGivesAudio) {
+  const SynthesisResult r = synthesize(options("hello world."));
+  EXPECT_EQ(r.step, 7);
+  EXPECT_GT(r.mel.size(1), 0);
+  EXPECT_GT(r.audio.numel(), 0);
+  EXPECT_TRUE(torch::isfinite(r.audio).all().item<bool>());
+  EXPECT_TRUE(r.unknown_report.empty()) << r.unknown_report;
+}
+
+// The crashes: a c10 "Padding size" error (rc 3) for these; now a UserError.
+TEST_F(Synthesis, ATextWithNothingToSayIsAUserError) {
+  for (const std::string text : {"", "   ", ".", "?! ,", "\xe6\x97\xa5\xe6\x9c\xac"}) {
+    const std::string e = error_of([&] { synthesize(options(text)); });
+    EXPECT_NE(e.find("nothing to say"), std::string::npos) << "'" << text << "': " << e;
+  }
+  // Unknown characters are named.
+  const std::string e = error_of([&] { synthesize(options("\xe6\x97\xa5")); });
+  EXPECT_NE(e.find("U+65E5"), std::string::npos) << e;
+}
+
+TEST_F(Synthesis, TheLengthScaleMustBeInItsRange) {
+  for (const double scale : {0.0, -1.0, 1e6, 10.5, std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity()}) {
+    SynthesisOptions o = options("hello");
+    o.length_scale = scale;
+    const std::string e = error_of([&] { synthesize(o); });
+    EXPECT_NE(e.find("--length-scale"), std::string::npos) << scale << ": " << e;
+    EXPECT_NE(e.find("must be in (0, 10]"), std::string::npos) << scale << ": " << e;
+  }
+  SynthesisOptions o = options("hello");
+  o.length_scale = kMaxLengthScale;  // the bound itself is allowed
+  EXPECT_GT(synthesize(o).mel.size(1), 0);
+  o.noise_scale = -0.5;
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("--noise-scale"), std::string::npos);
+  o.noise_scale = 0.667;
+  o.griffin_lim_iterations = -1;
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("--griffin-lim-iters"), std::string::npos);
+}
+
+TEST_F(Synthesis, TheFrameBudgetRefusesALongOutputUpFront) {
+  SynthesisOptions o = options("hello world, this is a longer sentence.");
+  const int64_t frames = synthesize(o).mel.size(1);
+  o.max_frames = frames;  // exactly the budget: allowed
+  EXPECT_EQ(synthesize(o).mel.size(1), frames);
+  o.max_frames = frames - 2;
+  const std::string e = error_of([&] { synthesize(o); });
+  EXPECT_NE(e.find("predicts " + std::to_string(frames) + " mel frames"), std::string::npos) << e;
+  EXPECT_NE(e.find("--max-frames " + std::to_string(frames - 2)), std::string::npos) << e;
+  o.max_frames = 0;
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("--max-frames 0: must be positive"), std::string::npos);
+}
+
+// An untrained model predicts about one frame per token: one letter gives the minimum
+// n_sqz frames, fewer than Griffin-Lim's STFT can pad. It is rendered, not a torch error.
+TEST_F(Synthesis, AVeryShortOutputIsRendered) {
+  SynthesisOptions o = options("a");
+  o.length_scale = 0.01;
+  const SynthesisResult r = synthesize(o);
+  EXPECT_LE(r.mel.size(1), 3);
+  EXPECT_GT(r.audio.numel(), 0);
+  EXPECT_TRUE(torch::isfinite(r.audio).all().item<bool>());
+}
+
+TEST_F(Synthesis, TheToolExitsOneWithTheMessage) {
+  const std::string exe = std::string(MONOFLOW_SYNTHESIZE_EXE) + " --checkpoint " + *checkpoint_ + " --device cpu --out " +
+                          (*dir_ / "out.wav");
+  int status = 0;
+  for (const std::string args : {"--text ' . '", "--text hello --length-scale 0", "--text hello --length-scale -1",
+                                 "--text hello --length-scale 1e6", "--text hello --max-frames 1"}) {
+    const std::string out = testing::run_command(exe + " " + args + " 2>&1", &status);
+    EXPECT_EQ(WEXITSTATUS(status), 1) << args << ": " << out;
+    EXPECT_NE(out.find("synthesize: error: "), std::string::npos) << args << ": " << out;
+  }
+  const std::string out = testing::run_command(exe + " --text hello --griffin-lim-iters 2 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+}
+
+}  // namespace
+}  // namespace monoflow::train
