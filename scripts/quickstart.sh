@@ -46,7 +46,10 @@ elif [ -s "$RUN/metrics.jsonl" ]; then
   echo "quickstart: the previous quick-start run left no checkpoint; starting a new one"
 fi
 echo "quickstart: training $CONFIG for up to $MINUTES minutes (Ctrl-C stops it with a checkpoint)"
-"$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" "${resume[@]}"
+rc=0
+"$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" "${resume[@]}" || rc=$?
+# 130 (Ctrl-C) and 143 (SIGTERM): stopped early with a checkpoint; synthesize with it anyway.
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 130 ] && [ "$rc" -ne 143 ]; then exit "$rc"; fi
 
 ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt | tail -1)
 "$BUILD/bin/synthesize" --checkpoint "$ckpt" --text "$SENTENCE" --out "$RUN/quickstart.wav" \

@@ -2,6 +2,8 @@
 //   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH] | --force-new]
 //         [--align-backend cpu|cuda|cuda-fast] [--compare-align] [--run-dir DIR]
 //         [--max-steps N] [--max-minutes M] [--dry-run]
+// Exit status: 0 finished (max steps, epochs, time limit); 1 a user error; 128 + signal when
+// SIGINT/SIGTERM stopped it (after its checkpoint: 130 for Ctrl-C, 143 for SIGTERM).
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
     const auto summary = monoflow::train::train(config, options);
     std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),
                  summary.stop_reason.c_str(), summary.checkpoint.empty() ? "(none)" : summary.checkpoint.c_str());
-    return 0;
+    // Stopped by SIGINT/SIGTERM (with its checkpoint): 128 + the signal, as a shell reports a
+    // process the signal ended, so that a scheduler can tell it from a finished run.
+    return summary.interrupted ? 128 + summary.signal : 0;
   });
 }

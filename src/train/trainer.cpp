@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
@@ -99,6 +101,7 @@ class Trainer {
   }
   void broadcast_model();
   bool any_rank(bool flag) { return dist_->average(flag ? 1.0 : 0.0) > 0; }
+  int signal_of_any_rank();
   void save_rank_debug_copy();
   CheckpointState checkpoint_state() const;
   void start_graphs();
@@ -249,6 +252,14 @@ void Trainer::broadcast_model() {
   for (const auto& p : model_->parameters()) tensors.push_back(p.data());
   for (const auto& b : model_->buffers()) tensors.push_back(b);
   dist_->broadcast(tensors);
+}
+
+// The signal that stopped the run, known on every rank (a rank that got none takes its
+// peers'): the mean over the ranks that got one. Called by all ranks together.
+int Trainer::signal_of_any_rank() {
+  const double got = dist_->average(stop_requested() ? 1.0 : 0.0);
+  const double sum = dist_->average(static_cast<double>(stop_signal()));
+  return got > 0 ? static_cast<int>(std::lround(sum / got)) : SIGTERM;
 }
 
 // Everything besides the model and optimizer that an exact resume needs, as of now.
@@ -548,6 +559,7 @@ RunSummary Trainer::run() {
     if (any_rank(stop_requested())) {
       summary.stop_reason = "signal";
       summary.interrupted = true;
+      summary.signal = signal_of_any_rank();
       break;
     }
     if (o_.max_minutes > 0 && any_rank(seconds_since(start) > o_.max_minutes * 60)) {
@@ -641,7 +653,7 @@ RunSummary Trainer::run() {
   dist_->barrier();  // the others end once rank 0's checkpoint is written
   if (!o_.quiet && main_) progress_.finish();
   if (summary.interrupted) {
-    say("stopped by signal " + std::to_string(stop_signal()) + " at step " + std::to_string(step_) +
+    say("stopped by signal " + std::to_string(summary.signal) + " at step " + std::to_string(step_) +
         "; resume with --resume");
   }
   summary.step = step_;

@@ -32,6 +32,7 @@ struct RunSummary {
   int64_t skipped = 0;           // non-finite steps skipped in total
   std::string checkpoint;        // the last checkpoint written ("" if none)
   bool interrupted = false;      // stopped by SIGINT/SIGTERM
+  int signal = 0;                // which (interrupted; with several ranks, the one a rank got)
   std::string stop_reason;       // "max_steps", "epochs", "time limit", "signal"
 };
 

@@ -292,8 +292,8 @@ TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
                     " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1";
   const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
                             " --set data.num_workers=1 --set train.val_interval=0 --set train.checkpoint_interval=1000";
-  const std::string command = "cd " + dir.path() + " && (" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + train +
-                              " > rank0.log 2>&1 & " + env + " RANK=1 LOCAL_RANK=1 " + train +
+  const std::string command = "cd " + dir.path() + " && ((" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + train +
+                              " > rank0.log 2>&1; echo $? > rank0.rc) & " + env + " RANK=1 LOCAL_RANK=1 " + train +
                               " > rank1.log 2>&1 & echo $! > rank1.pid; wait)";
   std::thread killer([&] {
     for (int i = 0; i < 6000; ++i) {
@@ -312,6 +312,9 @@ TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   ASSERT_EQ(status, 0) << log0 << log1;
   ASSERT_NE(log0.find("(signal)"), std::string::npos) << log0;
   ASSERT_NE(log1.find("(signal)"), std::string::npos) << log1;
+  // Rank 0 got no signal itself, yet reports rank 1's and exits as interrupted: 128 + SIGTERM.
+  EXPECT_NE(log0.find("stopped by signal 15 "), std::string::npos) << log0;
+  EXPECT_EQ(std::atoi(testing::read_text(dir / "rank0.rc").c_str()), 128 + SIGTERM) << log0;
   const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
   ASSERT_FALSE(ckpt.empty()) << log0;
   const int64_t step = read_checkpoint_state(ckpt).step;

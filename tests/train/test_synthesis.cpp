@@ -145,8 +145,14 @@ TEST_F(Synthesis, TheToolExitsOneWithTheMessage) {
     EXPECT_EQ(WEXITSTATUS(status), 1) << args << ": " << out;
     EXPECT_NE(out.find("synthesize: error: "), std::string::npos) << args << ": " << out;
   }
-  const std::string out = testing::run_command(exe + " --text hello --griffin-lim-iters 2 2>&1", &status);
+  std::string out = testing::run_command(exe + " --text hello --griffin-lim-iters 2 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  // Characters without a symbol beside words: spoken, with a warning naming them.
+  out = testing::run_command(exe + " --text 'hello \xe6\x97\xa5' --griffin-lim-iters 2 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("warning: "), std::string::npos) << out;
+  EXPECT_NE(out.find("U+65E5"), std::string::npos) << out;
 }
 
 }  // namespace

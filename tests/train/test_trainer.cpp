@@ -184,6 +184,7 @@ TEST(Trainer, SigtermSavesACheckpointAndStops) {
   const RunSummary s = run(c);
   killer.join();
   EXPECT_TRUE(s.interrupted);
+  EXPECT_EQ(s.signal, SIGTERM);
   EXPECT_EQ(s.stop_reason, "signal");
   EXPECT_GE(s.step, 2);
   EXPECT_LT(s.step, 1000);
@@ -329,6 +330,37 @@ TEST(TrainCli, ErrorsExitNonZeroNamingTheFile) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << out;
   EXPECT_NE(out.find("bad.pt"), std::string::npos) << out;
   EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
+}
+
+// Interrupted is not finished: after its checkpoint the tool exits 128 + the signal (130 for
+// Ctrl-C), as a shell reports a process the signal ended (#13: it exited 0).
+TEST(TrainCli, ASignalStopsWithACheckpointAndExits128PlusTheSignal) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus(), run_dir, 1000);
+  const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
+                            " --set train.val_interval=0 --set train.checkpoint_interval=1000";
+  // No timeout(1) in between: the signal goes to the trainer itself (the killer below sends
+  // it within 60 s in any case, so the run ends).
+  const std::string command = "cd " + dir.path() + " && (" + train +
+                              " > train.log 2>&1 & echo $! > train.pid; wait $!; echo $? > train.rc)";
+  std::thread killer([&] {
+    for (int i = 0; i < 6000; ++i) {
+      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const int pid = std::atoi(testing::read_text(dir / "train.pid").c_str());
+    if (pid > 0) ::kill(pid, SIGINT);
+  });
+  int status = 0;
+  testing::run_command(command, &status);
+  killer.join();
+  const std::string log = testing::read_text(dir / "train.log");
+  EXPECT_EQ(std::atoi(testing::read_text(dir / "train.rc").c_str()), 128 + SIGINT) << log;
+  EXPECT_NE(log.find("stopped by signal 2"), std::string::npos) << log;
+  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
+  ASSERT_FALSE(ckpt.empty()) << log;
+  EXPECT_GE(read_checkpoint_state(ckpt).step, 2);
 }
 
 // The reproduction: --max-steps -5 and --max-minutes -5 were silently ignored.
