@@ -1,7 +1,8 @@
 // bench_inference: the inference benchmark of docs/design.md ("Benchmark specifications:
 // Inference"; src/train/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
 // precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
-//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--device cuda] [--csv out.csv]
+//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph]
+//                   [--device cuda] [--csv out.csv]
 // --symbols/--frames/--calls/--warmup exist for smoke tests on a CPU; results with them
 // changed are not the benchmark and are flagged as such.
 #include <CLI/CLI.hpp>
@@ -20,11 +21,12 @@ int main(int argc, char** argv) {
   using namespace monoflow;
   CLI::App app{"Inference benchmark (docs/design.md): one sentence to mel, ms per call."};
   std::string config_path = "configs/ljspeech.yaml", device_arg = "auto", csv_path;
-  std::vector<std::string> precisions;
+  std::vector<std::string> precisions, modes;
   train::InferBenchOptions o;
   app.add_option("--config", config_path, "config whose model section is benchmarked");
   app.add_option("--precisions", precisions, "tf32, fp32, bf16 (default: tf32,bf16 on a GPU, fp32 on the CPU)")
       ->delimiter(',');
+  app.add_option("--modes", modes, "eager, graph (default: eager,graph on a GPU, eager on the CPU)")->delimiter(',');
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
   app.add_option("--csv", csv_path, "also write the CSV here");
   app.add_option("--symbols", o.symbols, "input symbols (spec: 100)")->check(CLI::PositiveNumber);
@@ -41,19 +43,24 @@ int main(int argc, char** argv) {
     if (precisions.empty()) {
       precisions = o.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"} : std::vector<std::string>{"fp32"};
     }
+    if (modes.empty()) {
+      modes = o.device.is_cuda() ? std::vector<std::string>{"eager", "graph"} : std::vector<std::string>{"eager"};
+    }
     std::fprintf(stderr, "bench_inference on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
                  spec ? "" : " (NOT the docs/design.md spec: symbols/frames/calls/model changed)");
     std::ostringstream csv;
     csv << train::infer_csv_header() << "\n";
     std::cout << train::infer_csv_header() << std::endl;
-    std::fprintf(stderr, "%-5s %7s %7s %8s %9s %9s %10s\n", "prec", "symbols", "frames", "l.scale", "ms", "p90 ms",
-                 "frames/s");
+    std::fprintf(stderr, "%-5s %-5s %7s %7s %8s %9s %9s %10s\n", "prec", "mode", "symbols", "frames", "l.scale", "ms",
+                 "p90 ms", "frames/s");
     for (const auto& precision : precisions) {
-      const auto row = train::bench_inference(o, precision);
-      std::cout << train::infer_csv_row(row) << std::endl;
-      csv << train::infer_csv_row(row) << "\n";
-      std::fprintf(stderr, "%-5s %7d %7d %8.3f %9.2f %9.2f %10.0f\n", row.precision.c_str(), row.symbols, row.frames,
-                   row.length_scale, row.ms, row.ms_p90, row.frames_per_s);
+      for (const auto& mode : modes) {
+        const auto row = train::bench_inference(o, precision, mode);
+        std::cout << train::infer_csv_row(row) << std::endl;
+        csv << train::infer_csv_row(row) << "\n";
+        std::fprintf(stderr, "%-5s %-5s %7d %7d %8.3f %9.2f %9.2f %10.0f\n", row.precision.c_str(), row.mode.c_str(),
+                     row.symbols, row.frames, row.length_scale, row.ms, row.ms_p90, row.frames_per_s);
+      }
     }
     if (!csv_path.empty()) std::ofstream(csv_path) << csv.str();
     return 0;

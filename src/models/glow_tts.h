@@ -45,6 +45,8 @@ struct GlowTTSOutput {
 struct InferenceOutput {
   torch::Tensor y;          // [B, n_mels, S] generated mel
   torch::Tensor y_lengths;  // [B] int64
+  int64_t max_frames = 0;   // y_lengths.max(), read once on the host
+  torch::Tensor z, g;       // the decoder's input (the sampled prior) and speaker vector
   torch::Tensor z_m, z_logs, z_mask;
   torch::Tensor attn;       // [B, T, S]
   torch::Tensor logw;       // [B, 1, T]
@@ -68,6 +70,14 @@ class GlowTTSImpl : public torch::nn::Module {
   // noise_scale, decoder in reverse. Uses torch's global RNG for the noise.
   InferenceOutput infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
                         const torch::Tensor& speakers = {}, double noise_scale = 1.0, double length_scale = 1.0);
+
+  // infer() up to the decoder: everything but y. With frame_multiple > 1 the frame axis of z,
+  // z_mask, z_m, z_logs and attn is padded (masked) up to a multiple of it, so that a caller
+  // replaying the decoder as a CUDA graph needs one graph per length bucket; the padding
+  // changes no valid frame (every flow is masked). frame_multiple: a multiple of n_sqz.
+  InferenceOutput infer_prior(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                              const torch::Tensor& speakers = {}, double noise_scale = 1.0,
+                              double length_scale = 1.0, int64_t frame_multiple = 1);
 
   // DDI switch: true makes every ActNorm initialise itself from the next batch it sees.
   void set_ddi(bool ddi);

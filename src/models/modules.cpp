@@ -232,6 +232,22 @@ torch::Tensor InvConvNearImpl::log_det_weight() {
   return torch::log((products * perm_sign_.to(products.scalar_type())).sum());
 }
 
+torch::Tensor InvConvNearImpl::inverse_weight() {
+  const bool cacheable = !torch::GradMode::is_enabled();
+  if (cacheable && inverse_.defined() && inverse_of_ == weight.data_ptr() && inverse_version_ == weight._version() &&
+      inverse_.device() == weight.device()) {
+    return inverse_;
+  }
+  auto w = torch::inverse(weight.to(weight.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat))
+               .to(weight.scalar_type());
+  if (cacheable) {
+    inverse_ = w;
+    inverse_of_ = weight.data_ptr();
+    inverse_version_ = weight._version();
+  }
+  return w;
+}
+
 std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Tensor& x_in, const torch::Tensor& x_mask,
                                                                  const torch::Tensor&, bool reverse) {
   const int64_t b = x_in.size(0), c = x_in.size(1), t = x_in.size(2), s = n_split_;
@@ -239,8 +255,7 @@ std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Te
   auto x = x_in.reshape({b, 2, c / s, s / 2, t}).permute({0, 1, 3, 2, 4}).reshape({b, s, c / s, t});
   torch::Tensor w, logdet;
   if (reverse) {
-    w = torch::inverse(weight.to(weight.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat))
-            .to(weight.scalar_type());
+    w = inverse_weight();
   } else {
     w = weight;
     logdet = log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2});

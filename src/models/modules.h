@@ -118,9 +118,16 @@ class InvConvNearImpl : public Flow {
 
  private:
   torch::Tensor log_det_weight();
+  torch::Tensor inverse_weight();
   int64_t channels_, n_split_;
   // Leibniz-formula tables for log_det_weight, built once per device (not parameters).
   torch::Tensor perm_index_, perm_sign_;
+  // W^-1 for the reverse pass without gradient, kept while the weight is unchanged (same
+  // storage and version): synthesis inverts it once, not per call, and a CUDA graph of the
+  // reverse pass (whose recording runs it once first) holds no LU, which checks on the host.
+  torch::Tensor inverse_;
+  const void* inverse_of_ = nullptr;
+  uint32_t inverse_version_ = 0;
 };
 TORCH_MODULE(InvConvNear);
 

@@ -6,14 +6,12 @@
 
 #include "align/mas.h"
 #include "common/error.h"
+#include "train/graph_capture.h"
 
 #ifdef MONOFLOW_HAS_CUDA
-#include <ATen/autocast_mode.h>
-#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 #endif
 
 namespace monoflow::train {
@@ -179,38 +177,7 @@ struct GraphedTrainStep::Impl {
     gen.set_state(rng);
   }
 
-  void capture(Entry& e) {
-    const auto current = c10::cuda::getCurrentCUDAStream(device.index());
-    const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
-    at::cuda::CUDAEvent inputs_ready;
-    inputs_ready.record(current);
-    inputs_ready.block(side);
-    {
-      const c10::cuda::CUDAStreamGuard on_side(side);
-      warm_up(e);
-      // Autocast's cast cache would hold tensors across the capture's end; casts are recorded.
-      const bool cache = at::autocast::is_autocast_cache_enabled();
-      at::autocast::set_autocast_cache_enabled(false);
-      e.graph = std::make_unique<at::cuda::CUDAGraph>();
-      // Thread-local: the data loader's threads may pin memory while we capture.
-      e.graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
-      try {
-        body(e);
-      } catch (...) {
-        try {
-          e.graph->capture_end();
-        } catch (...) {
-        }
-        at::autocast::set_autocast_cache_enabled(cache);
-        throw;
-      }
-      e.graph->capture_end();
-      at::autocast::set_autocast_cache_enabled(cache);
-    }
-    at::cuda::CUDAEvent captured;
-    captured.record(side);
-    captured.block(current);
-  }
+  void capture(Entry& e) { e.graph = record_graph(device, pool, [&] { warm_up(e); }, [&] { body(e); }); }
 
   // The entry for h's padded shape with h uploaded into its inputs; a new shape is recorded.
   Entry& prepare(const data::Batch& h) {

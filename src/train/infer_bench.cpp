@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "train/align_compare.h"
 #include "train/config/options_map.h"
 #include "train/precision.h"
+#include "train/synth/graphed_inference.h"
 
 namespace monoflow::train {
 namespace {
@@ -38,9 +40,13 @@ double length_scale_for(models::GlowTTS& model, const torch::Tensor& text, const
 
 }  // namespace
 
-InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& precision) {
+InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& precision, const std::string& mode) {
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precisions: unknown '" + precision + "'; use tf32, fp32 or bf16");
+  }
+  if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
+  if (mode == "graph" && !GraphedInference::supported(o.device)) {
+    throw UserError("--modes graph needs a CUDA device (got " + o.device.str() + ")");
   }
   if (o.symbols < 1 || o.target_frames < 1 || o.timed_calls < 1 || o.warmup_calls < 0) {
     throw UserError("bench_inference: symbols, frames and calls must be positive");
@@ -60,16 +66,20 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
 
   InferBenchRow row;
   row.precision = precision;
+  row.mode = mode;
   row.symbols = o.symbols;
   row.length_scale = length_scale_for(model, text, lengths, o.target_frames);
 
   torch::NoGradGuard no_grad;
   const Bf16Autocast autocast(precision == "bf16", o.device);
+  std::unique_ptr<GraphedInference> graphed;
+  if (mode == "graph") graphed = std::make_unique<GraphedInference>(model);
   std::vector<double> ms;
   for (int i = 0; i < o.warmup_calls + o.timed_calls; ++i) {
     synchronize(o.device);
     const auto start = std::chrono::steady_clock::now();
-    const auto out = model->infer(text, lengths, torch::Tensor(), o.noise_scale, row.length_scale);
+    const auto out = graphed ? graphed->infer(text, lengths, torch::Tensor(), o.noise_scale, row.length_scale)
+                             : model->infer(text, lengths, torch::Tensor(), o.noise_scale, row.length_scale);
     synchronize(o.device);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= o.warmup_calls) ms.push_back(elapsed);
@@ -83,11 +93,14 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   return row;
 }
 
-std::string infer_csv_header() { return "precision,symbols,frames,length_scale,ms,ms_min,ms_p90,ms_max,frames_per_s"; }
+std::string infer_csv_header() {
+  return "precision,mode,symbols,frames,length_scale,ms,ms_min,ms_p90,ms_max,frames_per_s";
+}
 
 std::string infer_csv_row(const InferBenchRow& r) {
   char line[256];
-  std::snprintf(line, sizeof line, "%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f", r.precision.c_str(), r.symbols, r.frames,
+  std::snprintf(line, sizeof line, "%s,%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f", r.precision.c_str(), r.mode.c_str(),
+                r.symbols, r.frames,
                 r.length_scale, r.ms, r.ms_min, r.ms_p90, r.ms_max, r.frames_per_s);
   return line;
 }

@@ -6,9 +6,9 @@
 // and the frame count is reported. 3 warm-up calls, then the median of 20, the device
 // synchronised around each call; per precision (tf32, fp32, bf16 autocast).
 //
-// Eager only: the output length comes from the predicted durations, so a call's shapes are
-// known only once the encoder has run (a CUDA graph would need the host to read them back
-// between the encoder and the decoder, which is the one synchronisation the call has anyway).
+// Two modes: "eager" (GlowTTS::infer, op by op) and "graph" (GraphedInference: the encoder and
+// the prior eager, the decoder's reverse pass replayed as a CUDA graph recorded in the first
+// warm-up call; the output length is read back once in both, between encoder and decoder).
 #pragma once
 
 #include <torch/torch.h>
@@ -33,6 +33,7 @@ struct InferBenchOptions {
 
 struct InferBenchRow {
   std::string precision;
+  std::string mode;          // eager | graph
   int symbols = 0;
   int frames = 0;            // mel frames of the output
   double length_scale = 0;   // as set to reach target_frames
@@ -41,7 +42,8 @@ struct InferBenchRow {
   double frames_per_s = 0;   // frames / median
 };
 
-InferBenchRow bench_inference(const InferBenchOptions& options, const std::string& precision);
+InferBenchRow bench_inference(const InferBenchOptions& options, const std::string& precision,
+                              const std::string& mode = "eager");
 
 std::string infer_csv_header();
 std::string infer_csv_row(const InferBenchRow& row);

@@ -177,6 +177,22 @@ TEST_F(FlowsTest, InvConvNearInitIsRotation) {
   EXPECT_NEAR(torch::det(w).item<double>(), 1.0, 1e-5);
 }
 
+// The reverse pass keeps W^-1 while the weight is unchanged; an in-place update (an optimizer
+// step, a loaded checkpoint) must invalidate it.
+TEST_F(FlowsTest, InvConvNearReverseFollowsWeightUpdates) {
+  InvConvNear inv(8, 4);
+  torch::NoGradGuard no_grad;
+  auto x = torch::randn({2, 8, 10});
+  auto mask = torch::ones({2, 1, 10});
+  for (int round = 0; round < 2; ++round) {
+    auto z = inv->forward(x, mask).first;
+    EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5) << "round " << round;
+    inv->weight.copy_(std::get<0>(torch::linalg_qr(torch::randn({4, 4}))));  // another rotation
+  }
+  auto z = inv->forward(x, mask).first;
+  EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5);
+}
+
 TEST_F(FlowsTest, CouplingStartsAsIdentityOnSecondHalf) {
   CouplingBlock cpl(8, 16, 5, 1, 4);
   auto x = torch::randn({2, 8, 9});

@@ -1,0 +1,46 @@
+#include "train/graph_capture.h"
+
+#ifdef MONOFLOW_HAS_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+namespace monoflow::train {
+
+std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
+                                                  const std::function<void()>& warm_up,
+                                                  const std::function<void()>& body) {
+  const auto current = c10::cuda::getCurrentCUDAStream(device.index());
+  const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+  at::cuda::CUDAEvent inputs_ready;
+  inputs_ready.record(current);
+  inputs_ready.block(side);
+  auto graph = std::make_unique<at::cuda::CUDAGraph>();
+  {
+    const c10::cuda::CUDAStreamGuard on_side(side);
+    warm_up();
+    const bool cache = at::autocast::is_autocast_cache_enabled();
+    at::autocast::set_autocast_cache_enabled(false);
+    graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+    try {
+      body();
+    } catch (...) {
+      try {
+        graph->capture_end();
+      } catch (...) {
+      }
+      at::autocast::set_autocast_cache_enabled(cache);
+      throw;
+    }
+    graph->capture_end();
+    at::autocast::set_autocast_cache_enabled(cache);
+  }
+  at::cuda::CUDAEvent captured;
+  captured.record(side);
+  captured.block(current);
+  return graph;
+}
+
+}  // namespace monoflow::train
+#endif

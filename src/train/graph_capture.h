@@ -1,0 +1,24 @@
+// Recording a CUDA graph the way every graphed path here needs it (CUDA builds only):
+//   - on a side stream that first waits for the current one, which waits for the capture;
+//   - `warm_up` runs once on that stream before capture, so that cuDNN/cuBLAS set up their
+//     handles and workspaces outside the graph;
+//   - autocast's cast cache is off while recording (cached casts would outlive the capture);
+//   - thread-local capture mode: other threads (the data loader's) may allocate meanwhile.
+// Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (synth/graphed_inference.h).
+#pragma once
+
+#ifdef MONOFLOW_HAS_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+
+namespace monoflow::train {
+
+std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
+                                                  const std::function<void()>& warm_up,
+                                                  const std::function<void()>& body);
+
+}  // namespace monoflow::train
+#endif
