@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "models/flow_fused.h"
 #include "models/wn_fused.h"
 
 namespace monoflow::models {
@@ -191,7 +192,7 @@ std::pair<torch::Tensor, torch::Tensor> ActNormImpl::forward(const torch::Tensor
   }
   if (reverse) return {(x - bias) * torch::exp(-logs) * x_mask, torch::Tensor()};
   auto x_len = x_mask.sum({1, 2});
-  return {(bias + torch::exp(logs) * x) * x_mask, logs.sum() * x_len};
+  return {actnorm_affine(x, logs, bias, x_mask), logs.sum() * x_len};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -250,19 +251,11 @@ torch::Tensor InvConvNearImpl::inverse_weight() {
 
 std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Tensor& x_in, const torch::Tensor& x_mask,
                                                                  const torch::Tensor&, bool reverse) {
-  const int64_t b = x_in.size(0), c = x_in.size(1), t = x_in.size(2), s = n_split_;
+  const int64_t c = x_in.size(1), s = n_split_;
   TORCH_CHECK(c % s == 0, "InvConvNear: channels ", c, " not divisible by n_split ", s);
-  auto x = x_in.reshape({b, 2, c / s, s / 2, t}).permute({0, 1, 3, 2, 4}).reshape({b, s, c / s, t});
-  torch::Tensor w, logdet;
-  if (reverse) {
-    w = inverse_weight();
-  } else {
-    w = weight;
-    logdet = log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2});
-  }
-  auto z = torch::conv2d(x, w.view({s, s, 1, 1}));
-  z = z.reshape({b, 2, s / 2, c / s, t}).permute({0, 1, 3, 2, 4}).reshape({b, c, t}) * x_mask;
-  return {z, logdet};
+  if (reverse) return {invconv_mix(x_in, inverse_weight(), x_mask), torch::Tensor()};
+  auto logdet = log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2});
+  return {invconv_mix(x_in, weight, x_mask), logdet};
 }
 
 // ---------------------------------------------------------------------------------------------

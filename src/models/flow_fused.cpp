@@ -1,0 +1,36 @@
+#include "models/flow_fused.h"
+
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/flow_fused_cuda.h"
+#endif
+
+namespace monoflow::models {
+
+torch::Tensor actnorm_affine_reference(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                                       const torch::Tensor& x_mask) {
+  return (bias + torch::exp(logs) * x) * x_mask;
+}
+
+torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                             const torch::Tensor& x_mask) {
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_actnorm_applies(x, logs, bias, x_mask)) return cuda::actnorm_affine(x, logs, bias, x_mask);
+#endif
+  return actnorm_affine_reference(x, logs, bias, x_mask);
+}
+
+torch::Tensor invconv_mix_reference(const torch::Tensor& x_in, const torch::Tensor& w, const torch::Tensor& x_mask) {
+  const int64_t b = x_in.size(0), c = x_in.size(1), t = x_in.size(2), s = w.size(0);
+  auto x = x_in.reshape({b, 2, c / s, s / 2, t}).permute({0, 1, 3, 2, 4}).reshape({b, s, c / s, t});
+  auto z = torch::conv2d(x, w.view({s, s, 1, 1}));
+  return z.reshape({b, 2, s / 2, c / s, t}).permute({0, 1, 3, 2, 4}).reshape({b, c, t}) * x_mask;
+}
+
+torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_invconv_applies(x, weight, x_mask)) return cuda::invconv_mix(x, weight, x_mask);
+#endif
+  return invconv_mix_reference(x, weight, x_mask);
+}
+
+}  // namespace monoflow::models

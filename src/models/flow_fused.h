@@ -1,0 +1,22 @@
+// The decoder flows' elementwise work, fused on CUDA (kernels/flow_fused.cu) with composite
+// references (the official ops, what the CPU runs); tests/models/test_flow_fused.cpp holds
+// them to each other.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace monoflow::models {
+
+// ActNorm's forward transform (bias + exp(logs) * x) * x_mask, x [B, C, T], logs/bias
+// [1, C, 1], x_mask [B, 1, T]; gradients for x, logs and bias.
+torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                             const torch::Tensor& x_mask);
+torch::Tensor actnorm_affine_reference(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                                       const torch::Tensor& x_mask);
+
+// InvConvNear's channel mixing: x [B, C, T] viewed as C / n groups of n channels (the official
+// view/permute), each group mixed by weight [n, n], times x_mask [B, 1, T]. Fused for n = 4.
+torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+torch::Tensor invconv_mix_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+}  // namespace monoflow::models

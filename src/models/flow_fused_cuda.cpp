@@ -1,0 +1,131 @@
+#include "models/flow_fused_cuda.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+
+#include "models/kernels/flow_kernels.h"
+
+namespace monoflow::models::cuda {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+void check(cudaError_t error, const char* what) {
+  TORCH_CHECK(error == cudaSuccess, what, ": ", cudaGetErrorString(error));
+}
+
+// Batch chunks per channel for the backward's partial sums: enough blocks to fill the GPU.
+int chunks_for(int64_t batch, int64_t channels) {
+  return static_cast<int>(std::clamp<int64_t>(1024 / std::max<int64_t>(channels, 1), 1, std::max<int64_t>(batch, 1)));
+}
+
+class ActNormAffine : public torch::autograd::Function<ActNormAffine> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& logs,
+                               const torch::Tensor& bias, const torch::Tensor& x_mask) {
+    const c10::cuda::CUDAGuard guard(x_in.device());
+    const auto x = x_in.contiguous();
+    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    const auto l = logs.contiguous(), b = bias.contiguous();
+    auto y = torch::empty_like(x);
+    check(kernels::launch_actnorm_forward(x.data_ptr<float>(), l.data_ptr<float>(), b.data_ptr<float>(),
+                                          mask.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1),
+                                          x.size(2), at::cuda::getCurrentCUDAStream()),
+          "actnorm forward");
+    ctx->save_for_backward({x, l, mask});
+    return y;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &logs = saved[1], &mask = saved[2];
+    const c10::cuda::CUDAGuard guard(x.device());
+    const auto grad_y = grads[0].to(torch::kFloat).contiguous();
+    const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
+    const int chunks = chunks_for(batch, channels);
+    auto grad_x = torch::empty_like(x);
+    auto partial_logs = torch::empty({channels, chunks}, x.options());
+    auto partial_bias = torch::empty({channels, chunks}, x.options());
+    check(kernels::launch_actnorm_backward(x.data_ptr<float>(), logs.data_ptr<float>(), mask.data_ptr<float>(),
+                                           grad_y.data_ptr<float>(), grad_x.data_ptr<float>(),
+                                           partial_logs.data_ptr<float>(), partial_bias.data_ptr<float>(), batch,
+                                           channels, time, chunks, at::cuda::getCurrentCUDAStream()),
+          "actnorm backward");
+    return {grad_x, partial_logs.sum(1).view({1, channels, 1}), partial_bias.sum(1).view({1, channels, 1}),
+            torch::Tensor()};
+  }
+};
+
+class InvConvMix : public torch::autograd::Function<InvConvMix> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight,
+                               const torch::Tensor& x_mask) {
+    const c10::cuda::CUDAGuard guard(x_in.device());
+    const auto x = x_in.contiguous();
+    const auto w = weight.contiguous();
+    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    auto z = torch::empty_like(x);
+    check(kernels::launch_invconv4_forward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
+                                           z.data_ptr<float>(), x.size(0), x.size(1), x.size(2),
+                                           at::cuda::getCurrentCUDAStream()),
+          "invconv forward");
+    ctx->save_for_backward({x, w, mask});
+    return z;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &w = saved[1], &mask = saved[2];
+    const c10::cuda::CUDAGuard guard(x.device());
+    const auto grad_z = grads[0].to(torch::kFloat).contiguous();
+    const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
+    int blocks = 0;
+    kernels::launch_invconv4_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, batch, channels, time,
+                                      &blocks, nullptr);
+    auto grad_x = torch::empty_like(x);
+    auto partial_w = torch::empty({blocks, 16}, x.options());
+    check(kernels::launch_invconv4_backward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
+                                            grad_z.data_ptr<float>(), grad_x.data_ptr<float>(),
+                                            partial_w.data_ptr<float>(), batch, channels, time, nullptr,
+                                            at::cuda::getCurrentCUDAStream()),
+          "invconv backward");
+    return {grad_x, partial_w.sum(0).view({4, 4}), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_invconv_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+  if (!x.is_cuda() || x.dim() != 3 || x.scalar_type() != torch::kFloat || x.size(1) % 4 != 0) return false;
+  if (weight.dim() != 2 || weight.size(0) != 4 || weight.size(1) != 4 || weight.scalar_type() != torch::kFloat ||
+      weight.device() != x.device()) {
+    return false;
+  }
+  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
+         x_mask.device() == x.device();
+}
+
+torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+  return InvConvMix::apply(x, weight, x_mask);
+}
+
+bool fused_actnorm_applies(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask) {
+  if (!x.is_cuda() || x.dim() != 3 || x.scalar_type() != torch::kFloat) return false;
+  const int64_t c = x.size(1);
+  for (const auto* p : {&logs, &bias}) {
+    if (p->scalar_type() != torch::kFloat || p->device() != x.device() || p->numel() != c) return false;
+  }
+  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
+         x_mask.device() == x.device();
+}
+
+torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                             const torch::Tensor& x_mask) {
+  return ActNormAffine::apply(x, logs, bias, x_mask);
+}
+
+}  // namespace monoflow::models::cuda

@@ -1,0 +1,19 @@
+// CUDA paths of models/flow_fused.h (compiled only with MONOFLOW_HAS_CUDA): autograd functions
+// around kernels/flow_fused.cu, and the conditions under which they apply.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace monoflow::models::cuda {
+
+// float32 CUDA x [B, C, T]; logs, bias float32 [1, C, 1]; x_mask [B, 1, T] on the same device.
+bool fused_actnorm_applies(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask);
+torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                             const torch::Tensor& x_mask);
+
+// float32 CUDA x [B, C, T] with C % 4 == 0, weight float32 [4, 4], x_mask [B, 1, T].
+bool fused_invconv_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+}  // namespace monoflow::models::cuda
