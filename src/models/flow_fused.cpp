@@ -33,4 +33,24 @@ torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, c
   return invconv_mix_reference(x, weight, x_mask);
 }
 
+std::pair<torch::Tensor, torch::Tensor> coupling_affine_reference(const torch::Tensor& x, const torch::Tensor& out,
+                                                                  const torch::Tensor& bias,
+                                                                  const torch::Tensor& x_mask) {
+  const int64_t half = x.size(1) / 2;
+  const auto halves = x.split(half, 1);
+  const auto m_and_logs = (out + bias.view({1, -1, 1})).split(half, 1);
+  const auto& m = m_and_logs[0];
+  const auto& logs = m_and_logs[1];
+  auto z_1 = (m + torch::exp(logs) * halves[1]) * x_mask;
+  return {torch::cat({halves[0], z_1}, 1), (logs * x_mask).sum({1, 2})};
+}
+
+std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, const torch::Tensor& out,
+                                                        const torch::Tensor& bias, const torch::Tensor& x_mask) {
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_coupling_applies(x, out, bias, x_mask)) return cuda::coupling_affine(x, out, bias, x_mask);
+#endif
+  return coupling_affine_reference(x, out, bias, x_mask);
+}
+
 }  // namespace monoflow::models

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace monoflow::models {
 
 // ActNorm's forward transform (bias + exp(logs) * x) * x_mask, x [B, C, T], logs/bias
@@ -18,5 +20,15 @@ torch::Tensor actnorm_affine_reference(const torch::Tensor& x, const torch::Tens
 // view/permute), each group mixed by weight [n, n], times x_mask [B, 1, T]. Fused for n = 4.
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
 torch::Tensor invconv_mix_reference(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+// The affine coupling's forward transform (official CouplingBlock): out = end(h) without its
+// bias [B, C, T], bias [C]; (m, logs) = halves of out + bias; returns
+// (cat(x_0, (m + exp(logs) * x_1) * x_mask), sum of logs * x_mask per item).
+// Fused when x is float [B, C, T] contiguous and out channels-last (the coupling network's).
+std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, const torch::Tensor& out,
+                                                        const torch::Tensor& bias, const torch::Tensor& x_mask);
+std::pair<torch::Tensor, torch::Tensor> coupling_affine_reference(const torch::Tensor& x, const torch::Tensor& out,
+                                                                  const torch::Tensor& bias,
+                                                                  const torch::Tensor& x_mask);
 
 }  // namespace monoflow::models

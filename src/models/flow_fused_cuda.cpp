@@ -1,6 +1,8 @@
 #include "models/flow_fused_cuda.h"
 
 #include <ATen/cuda/CUDAContext.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
@@ -96,7 +98,96 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
   }
 };
 
+template <typename F>
+void dispatch_out(torch::ScalarType s, F&& f) {
+  switch (s) {
+    case torch::kFloat: f(static_cast<float*>(nullptr)); break;
+    case torch::kHalf: f(static_cast<__half*>(nullptr)); break;
+    case torch::kBFloat16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
+    default: TORCH_CHECK(false, "coupling kernels: unsupported dtype ", s);
+  }
+}
+
+template <typename T>
+T* ptr(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
+
+class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& out,
+                             const torch::Tensor& bias, const torch::Tensor& x_mask) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    const auto b = bias.contiguous();
+    const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
+    auto z = torch::empty_like(x);
+    auto partial = torch::empty({batch, kernels::coupling_tiles(channels / 2, time)}, x.options());
+    dispatch_out(out.scalar_type(), [&](auto* tag) {
+      using O = std::remove_pointer_t<decltype(tag)>;
+      check(kernels::launch_coupling_forward<O>(x.data_ptr<float>(), ptr<O>(out), b.data_ptr<float>(),
+                                                mask.data_ptr<float>(), z.data_ptr<float>(),
+                                                partial.data_ptr<float>(), batch, channels, time,
+                                                at::cuda::getCurrentCUDAStream()),
+            "coupling forward");
+    });
+    ctx->save_for_backward({z, out, b, mask});  // z, not x: see launch_coupling_backward
+    return {z, partial.sum(1)};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &z = saved[0], &out = saved[1], &b = saved[2], &mask = saved[3];
+    const c10::cuda::CUDAGuard guard(z.device());
+    const int64_t batch = z.size(0), channels = z.size(1), time = z.size(2);
+    const auto grad_z = grads[0].to(torch::kFloat).contiguous();
+    const auto grad_logdet = grads[1].to(torch::kFloat).contiguous();
+    auto grad_x = torch::empty_like(z);
+    auto grad_out = torch::empty_strided({batch, channels, time}, {channels * time, 1, channels}, out.options());
+    dispatch_out(out.scalar_type(), [&](auto* tag) {
+      using O = std::remove_pointer_t<decltype(tag)>;
+      check(kernels::launch_coupling_backward<O>(z.data_ptr<float>(), ptr<O>(out), b.data_ptr<float>(),
+                                                 mask.data_ptr<float>(), grad_z.data_ptr<float>(),
+                                                 grad_logdet.data_ptr<float>(), grad_x.data_ptr<float>(),
+                                                 ptr<O>(grad_out), batch, channels, time,
+                                                 at::cuda::getCurrentCUDAStream()),
+            "coupling backward");
+    });
+    // The bias gradient: column sums of grad_out's [B * T, C] rows, one matrix-vector product.
+    const auto rows = grad_out.permute({0, 2, 1}).reshape({-1, channels});
+    const auto grad_bias = torch::mv(rows.t(), torch::ones({rows.size(0)}, rows.options())).to(b.scalar_type());
+    return {grad_x, grad_out, grad_bias, torch::Tensor()};
+  }
+};
+
+bool channels_last_3d(const torch::Tensor& t) {
+  const int64_t c = t.size(1), n = t.size(2);
+  return t.stride(1) == 1 && (n == 1 || t.stride(2) == c) && (t.size(0) == 1 || t.stride(0) == c * n);
+}
+
 }  // namespace
+
+bool fused_coupling_applies(const torch::Tensor& x, const torch::Tensor& out, const torch::Tensor& bias,
+                            const torch::Tensor& x_mask) {
+  if (!x.is_cuda() || x.dim() != 3 || x.scalar_type() != torch::kFloat || !x.is_contiguous() || x.size(1) % 2 != 0) {
+    return false;
+  }
+  const auto o = out.scalar_type();
+  if (out.sizes() != x.sizes() || out.device() != x.device() || !channels_last_3d(out) ||
+      (o != torch::kFloat && o != torch::kHalf && o != torch::kBFloat16)) {
+    return false;
+  }
+  if (!bias.defined() || bias.dim() != 1 || bias.size(0) != x.size(1) || bias.scalar_type() != torch::kFloat ||
+      bias.device() != x.device()) {
+    return false;
+  }
+  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
+         x_mask.device() == x.device();
+}
+
+std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, const torch::Tensor& out,
+                                                        const torch::Tensor& bias, const torch::Tensor& x_mask) {
+  auto r = CouplingAffine::apply(x, out, bias, x_mask);
+  return {r[0], r[1]};
+}
 
 bool fused_invconv_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
   if (!x.is_cuda() || x.dim() != 3 || x.scalar_type() != torch::kFloat || x.size(1) % 4 != 0) return false;

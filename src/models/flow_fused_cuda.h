@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace monoflow::models::cuda {
 
 // float32 CUDA x [B, C, T]; logs, bias float32 [1, C, 1]; x_mask [B, 1, T] on the same device.
@@ -15,5 +17,12 @@ torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, 
 // float32 CUDA x [B, C, T] with C % 4 == 0, weight float32 [4, 4], x_mask [B, 1, T].
 bool fused_invconv_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+// x float32 contiguous [B, C, T] (C even), out float/half/bfloat16 channels-last [B, C, T],
+// bias float32 [C], x_mask [B, 1, T], all on one CUDA device.
+bool fused_coupling_applies(const torch::Tensor& x, const torch::Tensor& out, const torch::Tensor& bias,
+                            const torch::Tensor& x_mask);
+std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, const torch::Tensor& out,
+                                                        const torch::Tensor& bias, const torch::Tensor& x_mask);
 
 }  // namespace monoflow::models::cuda

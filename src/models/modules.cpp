@@ -285,6 +285,12 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   const auto mask = time_rows.dim() == 4 ? x_mask.unsqueeze(2) : x_mask;
   auto h = start->forward(time_rows) * mask;
   h = wn->forward(h, mask, g);
+  // The affine transform with the end convolution's bias as one kernel each way, where it
+  // applies (a GPU, the channels-last network, no sigmoid scale); the official ops otherwise.
+  if (!reverse && !sigmoid_scale_ && h.dim() == 4) {
+    auto out = conv_over_time(h, end->weight, {}).squeeze(2);
+    return coupling_affine(x, out, end->bias, x_mask);
+  }
   auto out = conv_over_time(h, end->weight, end->bias);
   if (out.dim() == 4) out = out.squeeze(2);
   const auto m_and_logs = out.split(half, 1);

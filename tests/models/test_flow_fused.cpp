@@ -101,5 +101,46 @@ TEST(FlowFusedCuda, InvConvMatchesTheReferenceForwardAndBackward) {
   at::globalContext().setAllowTF32CuDNN(true);
 }
 
+TEST(FlowFusedCuda, CouplingAffineMatchesTheReferenceForwardAndBackward) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(11);
+  struct Case {
+    int64_t b, c, t;
+    torch::ScalarType out_dtype;
+  };
+  for (const Case k : {Case{32, 160, 256, torch::kFloat}, Case{3, 10, 37, torch::kFloat},
+                       Case{4, 160, 100, torch::kBFloat16}}) {
+    SCOPED_TRACE("shape " + std::to_string(k.b) + "x" + std::to_string(k.c) + "x" + std::to_string(k.t) + " " +
+                 c10::toString(k.out_dtype));
+    std::vector<int64_t> lengths(k.b, k.t);
+    lengths[0] = k.t / 2;
+    auto mask = mask_of(lengths, k.t).to(torch::kCUDA);
+    auto x = torch::randn({k.b, k.c, k.t}, torch::kCUDA);
+    // The end convolution's output, channels-last as the coupling network leaves it.
+    auto out = (torch::randn({k.b, k.t, k.c}, torch::kCUDA) * 0.5).to(k.out_dtype).transpose(1, 2);
+    auto bias = torch::randn({k.c}, torch::kCUDA) * 0.1;
+    auto gz = torch::randn({k.b, k.c, k.t}, torch::kCUDA), gl = torch::randn({k.b}, torch::kCUDA);
+    std::vector<torch::Tensor> ref, fused;
+    for (auto* v : {&ref, &fused}) {
+      v->push_back(x.clone().requires_grad_(true));
+      v->push_back(out.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+      v->push_back(bias.clone().requires_grad_(true));
+    }
+    auto [z_ref, ld_ref] = coupling_affine_reference(ref[0], ref[1].to(torch::kFloat), ref[2], mask);
+    auto [z, ld] = coupling_affine(fused[0], fused[1], fused[2], mask);
+    EXPECT_LE(max_abs_diff(z, z_ref), 1e-5);
+    EXPECT_LE(max_abs_diff(ld, ld_ref), 1e-3 * std::max(1.0, ld_ref.abs().max().item<double>()));
+    torch::autograd::backward({z_ref, ld_ref}, {gz, gl});
+    torch::autograd::backward({z, ld}, {gz, gl});
+    const double out_tolerance = k.out_dtype == torch::kFloat ? 1e-5 : 1e-2;
+    EXPECT_LE(max_abs_diff(fused[0].grad(), ref[0].grad()), 1e-5);
+    EXPECT_EQ(fused[1].grad().scalar_type(), k.out_dtype);
+    EXPECT_LE(max_abs_diff(fused[1].grad(), ref[1].grad()),
+              out_tolerance * std::max(1.0, ref[1].grad().abs().max().item<double>()));
+    EXPECT_LE(max_abs_diff(fused[2].grad(), ref[2].grad()),
+              (k.out_dtype == torch::kFloat ? 1e-4 : 5e-2) * std::max(1.0, ref[2].grad().abs().max().item<double>()));
+  }
+}
+
 }  // namespace
 }  // namespace monoflow::models

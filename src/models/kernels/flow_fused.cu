@@ -10,7 +10,15 @@
 // its layout transposes), a permuting copy back and the mask product; backward the same
 // copies plus dgrad and wgrad. Here each thread mixes one (batch, group, time) quadruple in
 // registers, and backward also accumulates the 16 weight-gradient sums per block.
+//
+// Affine coupling (v1): forward was exp, a product, a sum, the mask product, a concatenation
+// and a masked sum for the log-determinant, backward about as many again, on tensors in two
+// layouts (the end convolution's output is channels-last, x is not). Here a 32x32 (time,
+// channel) tile goes through shared memory, so both layouts are read and written coalesced.
 #include "models/kernels/flow_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 
@@ -137,7 +145,154 @@ __global__ void invconv4_backward(const float* __restrict__ x, const float* __re
   }
 }
 
+template <typename T>
+__device__ __forceinline__ float as_float(T v) { return static_cast<float>(v); }
+template <>
+__device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T to(float v) { return static_cast<T>(v); }
+template <>
+__device__ __forceinline__ __half to(float v) { return __float2half_rn(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to(float v) { return __float2bfloat16_rn(v); }
+
+constexpr int kTile = 32, kTileRows = 8;
+
+// Loads the (time, channel) tile of m and logs (out + bias) into shared memory:
+// m_tile[t_local][c_local], coalesced along the channels of the channels-last `out`.
+template <typename O>
+__device__ __forceinline__ void load_coupling_tile(const O* __restrict__ out, const float* __restrict__ bias,
+                                                   float (*m_tile)[kTile + 1], float (*l_tile)[kTile + 1], int64_t b,
+                                                   int64_t t0, int64_t c0, int64_t half, int64_t time) {
+  const int64_t channels = 2 * half, c = c0 + threadIdx.x;
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t t = t0 + k;
+    if (t < time && c < half) {
+      const O* row = out + (b * time + t) * channels;
+      m_tile[k][threadIdx.x] = as_float(row[c]) + bias[c];
+      l_tile[k][threadIdx.x] = as_float(row[half + c]) + bias[half + c];
+    }
+  }
+}
+
+// Grid (ceil(T / 32), ceil(H / 32), B), block (32, 8).
+template <typename O>
+__global__ void coupling_forward(const float* __restrict__ x, const O* __restrict__ out,
+                                 const float* __restrict__ bias, const float* __restrict__ mask, float* __restrict__ z,
+                                 float* __restrict__ partial_logdet, int64_t half, int64_t time) {
+  __shared__ float m_tile[kTile][kTile + 1], l_tile[kTile][kTile + 1];
+  __shared__ float shared[kTile * kTileRows / 32];
+  const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kTile, c0 = int64_t(blockIdx.y) * kTile;
+  const int64_t channels = 2 * half;
+  load_coupling_tile(out, bias, m_tile, l_tile, b, t0, c0, half, time);
+  __syncthreads();
+  const int64_t t = t0 + threadIdx.x;
+  float logdet = 0.0f;
+  if (t < time) {
+    const float mk = mask[b * time + t];
+    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+      const int64_t c = c0 + k;
+      if (c >= half) break;
+      const int64_t i0 = (b * channels + c) * time + t, i1 = i0 + half * time;
+      const float m = m_tile[threadIdx.x][k], logs = l_tile[threadIdx.x][k];
+      z[i0] = x[i0];
+      z[i1] = (m + expf(logs) * x[i1]) * mk;
+      logdet += logs * mk;
+    }
+  }
+  // Block sum over 256 threads (block_sum assumes a 1-D block index).
+  const int flat = threadIdx.y * kTile + threadIdx.x;
+  for (int offset = 16; offset > 0; offset /= 2) logdet += __shfl_down_sync(0xffffffffu, logdet, offset);
+  if (flat % 32 == 0) shared[flat / 32] = logdet;
+  __syncthreads();
+  if (flat == 0) {
+    float sum = 0.0f;
+    for (int w = 0; w < kTile * kTileRows / 32; ++w) sum += shared[w];
+    partial_logdet[b * (gridDim.x * gridDim.y) + blockIdx.y * gridDim.x + blockIdx.x] = sum;
+  }
+}
+
+template <typename O>
+__global__ void coupling_backward(const float* __restrict__ z, const O* __restrict__ out,
+                                  const float* __restrict__ bias, const float* __restrict__ mask,
+                                  const float* __restrict__ grad_z, const float* __restrict__ grad_logdet,
+                                  float* __restrict__ grad_x, O* __restrict__ grad_out, int64_t half, int64_t time) {
+  __shared__ float m_tile[kTile][kTile + 1], l_tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kTile, c0 = int64_t(blockIdx.y) * kTile;
+  const int64_t channels = 2 * half;
+  load_coupling_tile(out, bias, m_tile, l_tile, b, t0, c0, half, time);
+  __syncthreads();
+  // In place: m_tile becomes grad_m, l_tile grad_logs (each thread rewrites what it read).
+  const int64_t t = t0 + threadIdx.x;
+  if (t < time) {
+    const float mk = mask[b * time + t], gl = grad_logdet[b] * mk;
+    for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+      const int64_t c = c0 + k;
+      if (c >= half) break;
+      const int64_t i0 = (b * channels + c) * time + t, i1 = i0 + half * time;
+      const float logs = l_tile[threadIdx.x][k], el = expf(logs), gz = grad_z[i1] * mk;
+      // x_1 from the output (kept anyway: the next flow's input) instead of a saved x: inside
+      // the utterance z_1 = m + exp(logs) x_1; outside it every term below is 0.
+      const float x1 = mk != 0.0f ? (z[i1] - m_tile[threadIdx.x][k]) * expf(-logs) : 0.0f;
+      grad_x[i0] = grad_z[i0];
+      grad_x[i1] = gz * el;
+      m_tile[threadIdx.x][k] = gz;
+      l_tile[threadIdx.x][k] = gz * el * x1 + gl;
+    }
+  }
+  __syncthreads();
+  const int64_t c = c0 + threadIdx.x;
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t tt = t0 + k;
+    if (tt < time && c < half) {
+      O* row = grad_out + (b * time + tt) * channels;
+      row[c] = to<O>(m_tile[k][threadIdx.x]);
+      row[half + c] = to<O>(l_tile[k][threadIdx.x]);
+    }
+  }
+}
+
 }  // namespace
+
+int coupling_tiles(int64_t half, int64_t time) {
+  return static_cast<int>(((time + kTile - 1) / kTile) * ((half + kTile - 1) / kTile));
+}
+
+template <typename O>
+cudaError_t launch_coupling_forward(const float* x, const O* out, const float* bias, const float* mask, float* z,
+                                    float* partial_logdet, int64_t batch, int64_t channels, int64_t time,
+                                    cudaStream_t stream) {
+  const int64_t half = channels / 2;
+  const dim3 grid(static_cast<unsigned>((time + kTile - 1) / kTile), static_cast<unsigned>((half + kTile - 1) / kTile),
+                  static_cast<unsigned>(batch));
+  coupling_forward<O><<<grid, dim3(kTile, kTileRows), 0, stream>>>(x, out, bias, mask, z, partial_logdet, half, time);
+  return cudaGetLastError();
+}
+
+template <typename O>
+cudaError_t launch_coupling_backward(const float* z, const O* out, const float* bias, const float* mask,
+                                     const float* grad_z, const float* grad_logdet, float* grad_x, O* grad_out,
+                                     int64_t batch, int64_t channels, int64_t time, cudaStream_t stream) {
+  const int64_t half = channels / 2;
+  const dim3 grid(static_cast<unsigned>((time + kTile - 1) / kTile), static_cast<unsigned>((half + kTile - 1) / kTile),
+                  static_cast<unsigned>(batch));
+  coupling_backward<O><<<grid, dim3(kTile, kTileRows), 0, stream>>>(z, out, bias, mask, grad_z, grad_logdet, grad_x,
+                                                                    grad_out, half, time);
+  return cudaGetLastError();
+}
+
+#define MONOFLOW_COUPLING(O)                                                                                  \
+  template cudaError_t launch_coupling_forward<O>(const float*, const O*, const float*, const float*, float*, \
+                                                  float*, int64_t, int64_t, int64_t, cudaStream_t);          \
+  template cudaError_t launch_coupling_backward<O>(const float*, const O*, const float*, const float*,        \
+                                                   const float*, const float*, float*, O*, int64_t, int64_t,  \
+                                                   int64_t, cudaStream_t);
+MONOFLOW_COUPLING(float)
+MONOFLOW_COUPLING(__half)
+MONOFLOW_COUPLING(__nv_bfloat16)
+#undef MONOFLOW_COUPLING
 
 cudaError_t launch_invconv4_forward(const float* x, const float* w, const float* mask, float* z, int64_t batch,
                                     int64_t channels, int64_t time, cudaStream_t stream) {

@@ -35,4 +35,25 @@ cudaError_t launch_invconv4_backward(const float* x, const float* w, const float
                                      float* grad_x, float* partial_w, int64_t batch, int64_t channels, int64_t time,
                                      int* blocks_out, cudaStream_t stream);
 
+// The affine coupling's transform, C channels split into halves of H = C / 2:
+//   z[:, :H] = x[:, :H],  z[:, H:] = (m + exp(logs) * x[:, H:]) * mask,
+// with (m, logs) the halves of `out` + bias, `out` channels-last ([B, T, C] memory, element type
+// O: float, __half or __nv_bfloat16, as the end convolution leaves it) and x, z contiguous
+// [B, C, T] float. partial_logdet [B, tiles]: per-tile sums of logs * mask (tiles from
+// coupling_tiles), which the caller sums.
+int coupling_tiles(int64_t half, int64_t time);
+template <typename O>
+cudaError_t launch_coupling_forward(const float* x, const O* out, const float* bias, const float* mask, float* z,
+                                    float* partial_logdet, int64_t batch, int64_t channels, int64_t time,
+                                    cudaStream_t stream);
+
+// Its backward, from grad_z and grad_logdet [B]: grad_x (contiguous) and grad_out
+// (channels-last, type O); the bias gradient is grad_out's column sums (the caller's). It reads
+// the forward's output z, not x (x_1 = (z_1 - m) exp(-logs) where mask is 1), so that the
+// forward keeps no copy of its input alive.
+template <typename O>
+cudaError_t launch_coupling_backward(const float* z, const O* out, const float* bias, const float* mask,
+                                     const float* grad_z, const float* grad_logdet, float* grad_x, O* grad_out,
+                                     int64_t batch, int64_t channels, int64_t time, cudaStream_t stream);
+
 }  // namespace monoflow::models::kernels
