@@ -1,13 +1,13 @@
 #include "models/flow_fused_cuda.h"
 
 #include <ATen/cuda/CUDAContext.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
 
+#include "models/cuda_dispatch.h"
 #include "models/kernels/flow_kernels.h"
+#include "models/wn_fused.h"  // is_channels_last_1d
 
 namespace monoflow::models::cuda {
 namespace {
@@ -15,9 +15,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-void check(cudaError_t error, const char* what) {
-  TORCH_CHECK(error == cudaSuccess, what, ": ", cudaGetErrorString(error));
-}
 
 // Batch chunks per channel for the backward's partial sums: enough blocks to fill the GPU.
 int chunks_for(int64_t batch, int64_t channels) {
@@ -33,7 +30,7 @@ class ActNormAffine : public torch::autograd::Function<ActNormAffine> {
     const auto mask = x_mask.to(torch::kFloat).contiguous();
     const auto l = logs.contiguous(), b = bias.contiguous();
     auto y = torch::empty_like(x);
-    check(kernels::launch_actnorm_forward(x.data_ptr<float>(), l.data_ptr<float>(), b.data_ptr<float>(),
+    check_launch(kernels::launch_actnorm_forward(x.data_ptr<float>(), l.data_ptr<float>(), b.data_ptr<float>(),
                                           mask.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1),
                                           x.size(2), at::cuda::getCurrentCUDAStream()),
           "actnorm forward");
@@ -51,7 +48,7 @@ class ActNormAffine : public torch::autograd::Function<ActNormAffine> {
     auto grad_x = torch::empty_like(x);
     auto partial_logs = torch::empty({channels, chunks}, x.options());
     auto partial_bias = torch::empty({channels, chunks}, x.options());
-    check(kernels::launch_actnorm_backward(x.data_ptr<float>(), logs.data_ptr<float>(), mask.data_ptr<float>(),
+    check_launch(kernels::launch_actnorm_backward(x.data_ptr<float>(), logs.data_ptr<float>(), mask.data_ptr<float>(),
                                            grad_y.data_ptr<float>(), grad_x.data_ptr<float>(),
                                            partial_logs.data_ptr<float>(), partial_bias.data_ptr<float>(), batch,
                                            channels, time, chunks, at::cuda::getCurrentCUDAStream()),
@@ -70,7 +67,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
     const auto w = weight.contiguous();
     const auto mask = x_mask.to(torch::kFloat).contiguous();
     auto z = torch::empty_like(x);
-    check(kernels::launch_invconv4_forward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
+    check_launch(kernels::launch_invconv4_forward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
                                            z.data_ptr<float>(), x.size(0), x.size(1), x.size(2),
                                            at::cuda::getCurrentCUDAStream()),
           "invconv forward");
@@ -89,7 +86,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
                                       &blocks, nullptr);
     auto grad_x = torch::empty_like(x);
     auto partial_w = torch::empty({blocks, 16}, x.options());
-    check(kernels::launch_invconv4_backward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
+    check_launch(kernels::launch_invconv4_backward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
                                             grad_z.data_ptr<float>(), grad_x.data_ptr<float>(),
                                             partial_w.data_ptr<float>(), batch, channels, time, nullptr,
                                             at::cuda::getCurrentCUDAStream()),
@@ -98,18 +95,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
   }
 };
 
-template <typename F>
-void dispatch_out(torch::ScalarType s, F&& f) {
-  switch (s) {
-    case torch::kFloat: f(static_cast<float*>(nullptr)); break;
-    case torch::kHalf: f(static_cast<__half*>(nullptr)); break;
-    case torch::kBFloat16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-    default: TORCH_CHECK(false, "coupling kernels: unsupported dtype ", s);
-  }
-}
 
-template <typename T>
-T* ptr(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
 
 class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
  public:
@@ -121,9 +107,9 @@ class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
     const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
     auto z = torch::empty_like(x);
     auto partial = torch::empty({batch, kernels::coupling_tiles(channels / 2, time)}, x.options());
-    dispatch_out(out.scalar_type(), [&](auto* tag) {
+    dispatch_kernel_dtype(out.scalar_type(), "coupling kernels", [&](auto* tag) {
       using O = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_coupling_forward<O>(x.data_ptr<float>(), ptr<O>(out), b.data_ptr<float>(),
+      check_launch(kernels::launch_coupling_forward<O>(x.data_ptr<float>(), data_as<O>(out), b.data_ptr<float>(),
                                                 mask.data_ptr<float>(), z.data_ptr<float>(),
                                                 partial.data_ptr<float>(), batch, channels, time,
                                                 at::cuda::getCurrentCUDAStream()),
@@ -142,26 +128,18 @@ class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
     const auto grad_logdet = grads[1].to(torch::kFloat).contiguous();
     auto grad_x = torch::empty_like(z);
     auto grad_out = torch::empty_strided({batch, channels, time}, {channels * time, 1, channels}, out.options());
-    dispatch_out(out.scalar_type(), [&](auto* tag) {
+    dispatch_kernel_dtype(out.scalar_type(), "coupling kernels", [&](auto* tag) {
       using O = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_coupling_backward<O>(z.data_ptr<float>(), ptr<O>(out), b.data_ptr<float>(),
+      check_launch(kernels::launch_coupling_backward<O>(z.data_ptr<float>(), data_as<O>(out), b.data_ptr<float>(),
                                                  mask.data_ptr<float>(), grad_z.data_ptr<float>(),
                                                  grad_logdet.data_ptr<float>(), grad_x.data_ptr<float>(),
-                                                 ptr<O>(grad_out), batch, channels, time,
+                                                 data_as<O>(grad_out), batch, channels, time,
                                                  at::cuda::getCurrentCUDAStream()),
             "coupling backward");
     });
-    // The bias gradient: column sums of grad_out's [B * T, C] rows, one matrix-vector product.
-    const auto rows = grad_out.permute({0, 2, 1}).reshape({-1, channels});
-    const auto grad_bias = torch::mv(rows.t(), torch::ones({rows.size(0)}, rows.options())).to(b.scalar_type());
-    return {grad_x, grad_out, grad_bias, torch::Tensor()};
+    return {grad_x, grad_out, channel_sums_channels_last(grad_out, b.scalar_type()), torch::Tensor()};
   }
 };
-
-bool channels_last_3d(const torch::Tensor& t) {
-  const int64_t c = t.size(1), n = t.size(2);
-  return t.stride(1) == 1 && (n == 1 || t.stride(2) == c) && (t.size(0) == 1 || t.stride(0) == c * n);
-}
 
 }  // namespace
 
@@ -171,7 +149,7 @@ bool fused_coupling_applies(const torch::Tensor& x, const torch::Tensor& out, co
     return false;
   }
   const auto o = out.scalar_type();
-  if (out.sizes() != x.sizes() || out.device() != x.device() || !channels_last_3d(out) ||
+  if (out.sizes() != x.sizes() || out.device() != x.device() || !is_channels_last_1d(out) ||
       (o != torch::kFloat && o != torch::kHalf && o != torch::kBFloat16)) {
     return false;
   }

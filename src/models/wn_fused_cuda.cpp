@@ -3,11 +3,10 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <mutex>
 
+#include "models/cuda_dispatch.h"
 #include "models/kernels/wn_kernels.h"
 #include "models/wn_fused.h"
 
@@ -40,27 +39,9 @@ torch::Tensor empty_in_layout(int64_t b, int64_t c, int64_t t, const torch::Tens
   return torch::empty({b, c, t}, options);
 }
 
-bool kernel_dtype(torch::ScalarType s) {
-  return s == torch::kFloat || s == torch::kHalf || s == torch::kBFloat16;
-}
 
-void check(cudaError_t error, const char* what) {
-  TORCH_CHECK(error == cudaSuccess, what, ": ", cudaGetErrorString(error));
-}
 
-// Calls f(T*) with the kernel element type of `s`.
-template <typename F>
-void dispatch(torch::ScalarType s, F&& f) {
-  switch (s) {
-    case torch::kFloat: f(static_cast<float*>(nullptr)); break;
-    case torch::kHalf: f(static_cast<__half*>(nullptr)); break;
-    case torch::kBFloat16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-    default: TORCH_CHECK(false, "WN fused kernels: unsupported dtype ", s);
-  }
-}
 
-template <typename T>
-T* ptr(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
 
 // Custom autograd functions take no undefined tensors, so "no bias" travels as an empty one.
 torch::Tensor bias_or_empty(const torch::Tensor& bias, const torch::Tensor& like) {
@@ -72,13 +53,10 @@ bool has_bias(const torch::Tensor& bias) { return bias.numel() > 0; }
 torch::Tensor float_bias(const torch::Tensor& bias) { return bias.to(torch::kFloat).contiguous(); }
 const float* bias_ptr(const torch::Tensor& bias) { return has_bias(bias) ? bias.data_ptr<float>() : nullptr; }
 
-// The bias's gradient: grad summed over every axis but the channels. Channels-last [B, C, T]
-// is a [B * T, C] matrix whose column sums are one matrix-vector product, about 3x faster at
-// these shapes than the generic reduction a convolution's backward uses for its bias.
+// The bias's gradient: grad summed over every axis but the channels.
 torch::Tensor bias_grad(const torch::Tensor& grad, bool channels_last, torch::ScalarType dtype) {
   if (!channels_last) return grad.sum(at::IntArrayRef{0, 2}).to(dtype);
-  const auto rows = grad.permute({0, 2, 1}).reshape({-1, grad.size(1)});
-  return torch::mv(rows.t(), torch::ones({rows.size(0)}, rows.options())).to(dtype);
+  return channel_sums_channels_last(grad, dtype);
 }
 
 // Philox state for one dropout call, and back from the saved values.
@@ -119,9 +97,9 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
       dropout.rng = next_philox_state(x.device());
     }
     auto acts = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
-    dispatch(x.scalar_type(), [&](auto* tag) {
+    dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_tanh_sigmoid_gate_forward<T>(ptr<T>(x), bias_ptr(b), ptr<T>(acts), g.outer,
+      check_launch(kernels::launch_tanh_sigmoid_gate_forward<T>(data_as<T>(x), bias_ptr(b), data_as<T>(acts), g.outer,
                                                          h * g.inner, g.inner, dropout,
                                                          at::cuda::getCurrentCUDAStream()),
             "gated_activation forward");
@@ -149,10 +127,10 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     }
     const torch::Tensor grad_acts = in_layout(grads[0].to(x.scalar_type()), g.channels_last);
     auto grad_in = empty_in_layout(x.size(0), 2 * h, x.size(2), x.options(), g.channels_last);
-    dispatch(x.scalar_type(), [&](auto* tag) {
+    dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_tanh_sigmoid_gate_backward<T>(ptr<T>(x), bias_ptr(b), ptr<T>(grad_acts),
-                                                          ptr<T>(grad_in), g.outer, h * g.inner, g.inner, dropout,
+      check_launch(kernels::launch_tanh_sigmoid_gate_backward<T>(data_as<T>(x), bias_ptr(b), data_as<T>(grad_acts),
+                                                          data_as<T>(grad_in), g.outer, h * g.inner, g.inner, dropout,
                                                           at::cuda::getCurrentCUDAStream()),
             "gated_activation backward");
     });
@@ -176,10 +154,10 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const torch::Tensor b = float_bias(bias);
     auto x_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     auto skip_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
-    dispatch(res_skip.scalar_type(), [&](auto* tag) {
+    dispatch_kernel_dtype(res_skip.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_residual_skip_forward<R>(ptr<float>(x), ptr<float>(skip_sum), ptr<R>(res_skip),
-                                                     bias_ptr(b), ptr<float>(mask), ptr<float>(x_out), ptr<float>(skip_out),
+      check_launch(kernels::launch_residual_skip_forward<R>(data_as<float>(x), data_as<float>(skip_sum), data_as<R>(res_skip),
+                                                     bias_ptr(b), data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
                                                      g.outer, h * g.inner, g.inner,
                                                      at::cuda::getCurrentCUDAStream()),
             "residual_skip forward");
@@ -203,10 +181,10 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const int64_t b = grad_x_out.size(0), h = grad_x_out.size(1), t = grad_x_out.size(2);
     auto grad_x = empty_in_layout(b, h, t, grad_x_out.options(), channels_last);
     auto grad_res_skip = empty_in_layout(b, 2 * h, t, grad_x_out.options().dtype(res_dtype), channels_last);
-    dispatch(res_dtype, [&](auto* tag) {
+    dispatch_kernel_dtype(res_dtype, "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check(kernels::launch_residual_skip_backward<R>(ptr<float>(grad_x_out), ptr<float>(grad_skip_out),
-                                                      ptr<float>(mask), ptr<float>(grad_x), ptr<R>(grad_res_skip),
+      check_launch(kernels::launch_residual_skip_backward<R>(data_as<float>(grad_x_out), data_as<float>(grad_skip_out),
+                                                      data_as<float>(mask), data_as<float>(grad_x), data_as<R>(grad_res_skip),
                                                       g.outer, h * g.inner, g.inner,
                                                       at::cuda::getCurrentCUDAStream()),
             "residual_skip backward");

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "models/flow_fused.h"
 
@@ -19,6 +21,20 @@ torch::Tensor mask_of(const std::vector<int64_t>& lengths, int64_t t) {
   return (torch::arange(t).unsqueeze(0) < torch::tensor(lengths).unsqueeze(1)).to(torch::kFloat).unsqueeze(1);
 }
 
+// A flow's test input on the GPU: x, an upstream gradient and a mask whose first item is half
+// padding.
+struct FlowInput {
+  int64_t b, c, t;
+  torch::Tensor x, grad, mask;
+  std::string name() const { return std::to_string(b) + "x" + std::to_string(c) + "x" + std::to_string(t); }
+};
+FlowInput flow_input(int64_t b, int64_t c, int64_t t) {
+  std::vector<int64_t> lengths(b, t);
+  lengths[0] = t / 2;
+  return {b, c, t, torch::randn({b, c, t}, torch::kCUDA), torch::randn({b, c, t}, torch::kCUDA),
+          mask_of(lengths, t).to(torch::kCUDA)};
+}
+
 TEST(FlowFused, CpuActNormIsTheAffineMap) {
   auto x = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({1, 2, 2});
   auto logs = torch::tensor({0.0f, std::log(2.0f)}).view({1, 2, 1});
@@ -30,16 +46,9 @@ TEST(FlowFused, CpuActNormIsTheAffineMap) {
 TEST(FlowFusedCuda, ActNormMatchesTheReferenceForwardAndBackward) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(9);
-  struct Shape {
-    int64_t b, c, t;
-  };
-  for (const Shape s : {Shape{32, 160, 256}, Shape{3, 5, 37}}) {
-    SCOPED_TRACE("shape " + std::to_string(s.b) + "x" + std::to_string(s.c) + "x" + std::to_string(s.t));
-    std::vector<int64_t> lengths(s.b, s.t);
-    lengths[0] = s.t / 2;
-    auto mask = mask_of(lengths, s.t).to(torch::kCUDA);
-    auto x = torch::randn({s.b, s.c, s.t}, torch::kCUDA);
-    auto grad = torch::randn({s.b, s.c, s.t}, torch::kCUDA);
+  for (const FlowInput& s : {flow_input(32, 160, 256), flow_input(3, 5, 37)}) {
+    SCOPED_TRACE("shape " + s.name());
+    const auto &x = s.x, &grad = s.grad, &mask = s.mask;
     auto logs = torch::randn({1, s.c, 1}, torch::kCUDA) * 0.3;
     auto bias = torch::randn({1, s.c, 1}, torch::kCUDA);
     std::vector<torch::Tensor> ref{x.clone().requires_grad_(true), logs.clone().requires_grad_(true),
@@ -76,16 +85,9 @@ TEST(FlowFusedCuda, InvConvMatchesTheReferenceForwardAndBackward) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   at::globalContext().setAllowTF32CuDNN(false);
   torch::manual_seed(10);
-  struct Shape {
-    int64_t b, c, t;
-  };
-  for (const Shape s : {Shape{32, 160, 256}, Shape{3, 8, 37}}) {
-    SCOPED_TRACE("shape " + std::to_string(s.b) + "x" + std::to_string(s.c) + "x" + std::to_string(s.t));
-    std::vector<int64_t> lengths(s.b, s.t);
-    lengths[0] = s.t / 2;
-    auto mask = mask_of(lengths, s.t).to(torch::kCUDA);
-    auto x = torch::randn({s.b, s.c, s.t}, torch::kCUDA);
-    auto grad = torch::randn({s.b, s.c, s.t}, torch::kCUDA);
+  for (const FlowInput& s : {flow_input(32, 160, 256), flow_input(3, 8, 37)}) {
+    SCOPED_TRACE("shape " + s.name());
+    const auto &x = s.x, &grad = s.grad, &mask = s.mask;
     auto w = torch::randn({4, 4}, torch::kCUDA);
     auto x_ref = x.clone().requires_grad_(true), w_ref = w.clone().requires_grad_(true);
     auto x_fused = x.clone().requires_grad_(true), w_fused = w.clone().requires_grad_(true);

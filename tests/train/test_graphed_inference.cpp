@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "common/error.h"
+#include "small_model.h"
 #include "models/glow_tts.h"
 #include "train/precision.h"
 #include "train/synth/graphed_inference.h"
@@ -12,16 +13,7 @@
 namespace monoflow::train {
 namespace {
 
-models::GlowTTSOptions small_model() {
-  return models::GlowTTSOptions(148, 80)
-      .hidden_channels(64)
-      .hidden_channels_enc(64)
-      .hidden_channels_dec(64)
-      .filter_channels(128)
-      .filter_channels_dp(64)
-      .n_layers_enc(2)
-      .n_blocks_dec(3);
-}
+models::GlowTTSOptions small_model() { return testing::small_model_options(); }
 
 TEST(GraphedInference, RefusesTheCpu) {
   EXPECT_FALSE(GraphedInference::supported(torch::kCPU));

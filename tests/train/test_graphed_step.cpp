@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "models/glow_tts.h"
+#include "small_model.h"
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
 #include "train/precision.h"
@@ -20,18 +21,7 @@ namespace {
 
 bool have_cuda() { return torch::cuda::is_available(); }
 
-// A small Glow-TTS (every kind of layer, with dropout) on the benchmark's vocabulary.
-models::GlowTTSOptions small_options() {
-  return models::GlowTTSOptions(148, 80)
-      .hidden_channels(64)
-      .hidden_channels_enc(64)
-      .hidden_channels_dec(64)
-      .filter_channels(128)
-      .filter_channels_dp(64)
-      .n_layers_enc(2)
-      .n_blocks_dec(3)
-      .n_block_layers(2);
-}
+models::GlowTTSOptions small_options() { return testing::small_model_options(); }
 
 // `b` zero-padded to `t` tokens and `s` frames (what the graphed step does to its inputs).
 data::Batch padded(const data::Batch& b, int64_t t, int64_t s) {

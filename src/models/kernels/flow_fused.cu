@@ -17,6 +17,8 @@
 // channel) tile goes through shared memory, so both layouts are read and written coalesced.
 #include "models/kernels/flow_kernels.h"
 
+#include "models/kernels/element_types.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -145,19 +147,6 @@ __global__ void invconv4_backward(const float* __restrict__ x, const float* __re
   }
 }
 
-template <typename T>
-__device__ __forceinline__ float as_float(T v) { return static_cast<float>(v); }
-template <>
-__device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ __forceinline__ T to(float v) { return static_cast<T>(v); }
-template <>
-__device__ __forceinline__ __half to(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 to(float v) { return __float2bfloat16_rn(v); }
-
 constexpr int kTile = 32, kTileRows = 8;
 
 // Loads the (time, channel) tile of m and logs (out + bias) into shared memory:
@@ -171,8 +160,8 @@ __device__ __forceinline__ void load_coupling_tile(const O* __restrict__ out, co
     const int64_t t = t0 + k;
     if (t < time && c < half) {
       const O* row = out + (b * time + t) * channels;
-      m_tile[k][threadIdx.x] = as_float(row[c]) + bias[c];
-      l_tile[k][threadIdx.x] = as_float(row[half + c]) + bias[half + c];
+      m_tile[k][threadIdx.x] = to_float(row[c]) + bias[c];
+      l_tile[k][threadIdx.x] = to_float(row[half + c]) + bias[half + c];
     }
   }
 }
@@ -248,8 +237,8 @@ __global__ void coupling_backward(const float* __restrict__ z, const O* __restri
     const int64_t tt = t0 + k;
     if (tt < time && c < half) {
       O* row = grad_out + (b * time + tt) * channels;
-      row[c] = to<O>(m_tile[k][threadIdx.x]);
-      row[half + c] = to<O>(l_tile[k][threadIdx.x]);
+      row[c] = from_float<O>(m_tile[k][threadIdx.x]);
+      row[half + c] = from_float<O>(l_tile[k][threadIdx.x]);
     }
   }
 }

@@ -15,6 +15,8 @@
 // the composite ops to a few ulp.
 #include "models/kernels/wn_kernels.h"
 
+#include "models/kernels/element_types.cuh"
+
 #include <ATen/cuda/detail/UnpackRaw.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -27,20 +29,6 @@ namespace monoflow::models::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <typename T>
-__device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
-template <>
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
-template <>
-__device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
 
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Pack {

@@ -1,0 +1,42 @@
+// Torch-side helpers of the model's CUDA kernels (CUDA builds only): launch checks, the kernel
+// element type of a tensor's dtype, raw pointers in that type, bias gradients.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <torch/torch.h>
+
+namespace monoflow::models::cuda {
+
+inline void check_launch(cudaError_t error, const char* what) {
+  TORCH_CHECK(error == cudaSuccess, what, ": ", cudaGetErrorString(error));
+}
+
+inline bool kernel_dtype(torch::ScalarType s) {
+  return s == torch::kFloat || s == torch::kHalf || s == torch::kBFloat16;
+}
+
+// Calls f(static_cast<T*>(nullptr)) with T the kernel type of `s` (float, __half, __nv_bfloat16).
+template <typename F>
+void dispatch_kernel_dtype(torch::ScalarType s, const char* what, F&& f) {
+  switch (s) {
+    case torch::kFloat: f(static_cast<float*>(nullptr)); break;
+    case torch::kHalf: f(static_cast<__half*>(nullptr)); break;
+    case torch::kBFloat16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
+    default: TORCH_CHECK(false, what, ": unsupported dtype ", s);
+  }
+}
+
+template <typename T>
+T* data_as(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
+
+// Per-channel sums of a channels-last [B, C, T] tensor (a bias's gradient): the [B * T, C] rows'
+// column sums as one matrix-vector product, ~3x faster at the model's shapes than the generic
+// reduction a convolution's backward uses for its bias.
+inline torch::Tensor channel_sums_channels_last(const torch::Tensor& grad, torch::ScalarType dtype) {
+  const auto rows = grad.permute({0, 2, 1}).reshape({-1, grad.size(1)});
+  return torch::mv(rows.t(), torch::ones({rows.size(0)}, rows.options())).to(dtype);
+}
+
+}  // namespace monoflow::models::cuda
