@@ -1,5 +1,6 @@
-// synthesize: text -> wav (Griffin-Lim) with a trained checkpoint; optionally PNGs of the mel
-// and of the alignment. Everything it does lives in src/train/synth/; its bounds (length
+// synthesize: text -> wav (Griffin-Lim) with a trained checkpoint; optionally the mel as .npy
+// (for a neural vocoder) and PNGs of the mel and of the alignment; --speaker for a
+// multi-speaker model. Everything it does lives in src/train/synth/; its bounds (length
 // scale, frame budget, a text with nothing to say) are checked there.
 #include <CLI/CLI.hpp>
 
@@ -7,17 +8,22 @@
 
 #include "cli_main.h"
 #include "train/log/image.h"
+#include "train/synth/npy.h"
 #include "train/synth/synthesis.h"
 #include "train/synth/wav.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim vocoder)."};
   monoflow::train::SynthesisOptions o;
-  std::string out = "out.wav", mel_png, align_png;
+  std::string out = "out.wav", mel_png, align_png, mel_out;
   app.add_option("--checkpoint", o.checkpoint, "checkpoint (runs/<name>/checkpoints/ckpt_*.pt)")->required();
   app.add_option("--text", o.text, "what to say")->required();
   app.add_option("--out,-o", out, "output wav");
+  app.add_option("--mel-out", mel_out,
+                 "also write the generated log-mel [n_mels, frames] as float32 .npy, for a neural vocoder");
   app.add_option("--mel-png", mel_png, "also write the generated mel as a PNG");
+  app.add_option("--speaker", o.speaker, "speaker id of a multi-speaker model (0 .. n_speakers - 1)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--align-png", align_png, "also write the alignment as a PNG");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N");
   app.add_option("--noise-scale", o.noise_scale, "prior noise scale (0.667)");
@@ -30,6 +36,7 @@ int main(int argc, char** argv) {
     const auto r = monoflow::train::synthesize(o);
     if (!r.unknown_report.empty()) std::fprintf(stderr, "warning: %s\n", r.unknown_report.c_str());
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
+    if (!mel_out.empty()) monoflow::train::write_file(mel_out, monoflow::train::encode_npy_float32(r.mel));
     if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_heatmap(r.mel).bytes);
     if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_heatmap(r.alignment, 240).bytes);
     std::fprintf(stderr, "wrote %s: %.2f s of audio (%lld mel frames, checkpoint step %lld)\n", out.c_str(),

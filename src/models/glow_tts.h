@@ -86,12 +86,15 @@ class GlowTTSImpl : public torch::nn::Module {
   const GlowTTSOptions& options() const { return options_; }
   int64_t parameter_count() const;
 
+  // The conditioning g [B, gin, 1] of speakers [B] (the normalised embedding), or undefined for
+  // a single-speaker model; host ids are range-checked (UserError), device ids are not.
+  torch::Tensor speaker_vector(const torch::Tensor& speakers, int64_t batch);
+
   TextEncoder encoder{nullptr};
   FlowSpecDecoder decoder{nullptr};
   torch::nn::Embedding emb_g{nullptr};
 
  private:
-  torch::Tensor speaker_vector(const torch::Tensor& speakers, int64_t batch);
   GlowTTSOptions options_;
 };
 TORCH_MODULE(GlowTTS);

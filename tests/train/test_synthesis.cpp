@@ -22,9 +22,14 @@ namespace {
 
 using testing::TempDir;
 
-// An untrained tiny model's checkpoint (synthesis needs only its weights and config snapshot).
-std::string tiny_checkpoint(const TempDir& dir) {
-  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+// An untrained tiny model's checkpoint (synthesis needs only its weights and config snapshot);
+// with speakers > 1 a multi-speaker model.
+std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
+  Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+  if (speakers > 1) {
+    c.data.n_speakers = speakers;
+    c.model.gin_channels = 8;
+  }
   const text::TextProcessor tp(text_options(c));
   torch::manual_seed(5);
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
@@ -34,7 +39,7 @@ std::string tiny_checkpoint(const TempDir& dir) {
   s.scheduler = c.train.scheduler;
   s.config_yaml = to_yaml(c);
   s.rng = capture_rng();
-  const std::string path = dir / "ckpt_000000007.pt";
+  const std::string path = dir / (speakers > 1 ? "multi_ckpt_000000007.pt" : "ckpt_000000007.pt");
   save_checkpoint(path, *model, adam, s);
   return path;
 }
@@ -153,6 +158,31 @@ TEST_F(Synthesis, TheToolExitsOneWithTheMessage) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   EXPECT_NE(out.find("warning: "), std::string::npos) << out;
   EXPECT_NE(out.find("U+65E5"), std::string::npos) << out;
+}
+
+TEST_F(Synthesis, ASingleSpeakerModelRefusesASpeaker) {
+  auto o = options("hello world.");
+  o.speaker = 0;
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("single-speaker"), std::string::npos);
+}
+
+TEST_F(Synthesis, AMultiSpeakerModelNeedsASpeakerInRangeAndUsesIt) {
+  const std::string multi = tiny_checkpoint(*dir_, 3);
+  auto o = options("hello world.");
+  o.checkpoint = multi;
+  const std::string missing = error_of([&] { synthesize(o); });
+  EXPECT_NE(missing.find("--speaker"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("0..2"), std::string::npos) << missing;
+  o.speaker = 3;
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("got 3"), std::string::npos);
+  o.speaker = 0;
+  const SynthesisResult first = synthesize(o);
+  o.speaker = 2;
+  const SynthesisResult other = synthesize(o);
+  EXPECT_GT(first.mel.size(1), 0);
+  // The speaker embedding conditions the decoder and the duration predictor: another voice.
+  const bool same_shape = first.mel.sizes() == other.mel.sizes();
+  EXPECT_TRUE(!same_shape || !torch::allclose(first.mel, other.mel));
 }
 
 }  // namespace

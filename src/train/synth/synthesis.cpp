@@ -53,13 +53,30 @@ bool spoken(const text::TextProcessor& tp, int64_t id) {
 // Frames the decoder would produce, as GlowTTSImpl::infer computes them (ceil of the
 // predicted durations, cut to a multiple of n_sqz), from the encoder alone.
 int64_t predicted_frames(models::GlowTTS& model, const torch::Tensor& text, const torch::Tensor& lengths,
-                         double length_scale) {
-  const auto enc = model->encoder->forward(text, lengths, {});
+                         const torch::Tensor& speakers, double length_scale) {
+  const auto enc = model->encoder->forward(text, lengths, model->speaker_vector(speakers, text.size(0)));
   const double frames =
       torch::ceil(torch::exp(enc.logw) * enc.x_mask * length_scale).sum(torch::kFloat64).item<double>();
   const int64_t n_sqz = model->options().n_sqz();
   if (!std::isfinite(frames) || frames > 1e15) return INT64_MAX;
   return std::max<int64_t>(static_cast<int64_t>(frames) / n_sqz * n_sqz, n_sqz);
+}
+
+// The [1] speaker tensor for `speaker` (on the host: the model range-checks host ids), or
+// undefined for a single-speaker model; a wrong --speaker is refused naming the range.
+torch::Tensor speaker_ids(int64_t speaker, int n_speakers, const std::string& checkpoint) {
+  if (n_speakers > 1) {
+    if (speaker < 0 || speaker >= n_speakers) {
+      throw UserError("--speaker: " + checkpoint + " is a model of " + std::to_string(n_speakers) +
+                      " speakers: give --speaker 0.." + std::to_string(n_speakers - 1) +
+                      (speaker < 0 ? "" : " (got " + std::to_string(speaker) + ")"));
+    }
+    return torch::tensor({speaker}, torch::kInt64);
+  }
+  if (speaker >= 0) {
+    throw UserError("--speaker " + std::to_string(speaker) + ": " + checkpoint + " is a single-speaker model");
+  }
+  return {};
 }
 
 }  // namespace
@@ -91,16 +108,15 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   torch::NoGradGuard no_grad;
   const auto text = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
   const auto lengths = torch::tensor({static_cast<int64_t>(ids.size())}, torch::kInt64).to(device);
-  if (!model->emb_g) {  // (a multi-speaker model is refused by infer below)
-    const int64_t frames = predicted_frames(model, text, lengths, o.length_scale);
-    if (frames > o.max_frames) {
-      throw UserError("--text: the model predicts " + std::to_string(frames) + " mel frames (" +
-                      number(static_cast<double>(frames) * c.data.hop_length / c.data.sampling_rate) +
-                      " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
-                      std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
-    }
+  const torch::Tensor speakers = speaker_ids(o.speaker, c.data.n_speakers, o.checkpoint);
+  const int64_t predicted = predicted_frames(model, text, lengths, speakers, o.length_scale);
+  if (predicted > o.max_frames) {
+    throw UserError("--text: the model predicts " + std::to_string(predicted) + " mel frames (" +
+                    number(static_cast<double>(predicted) * c.data.hop_length / c.data.sampling_rate) +
+                    " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
+                    std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
   }
-  const auto out = model->infer(text, lengths, {}, o.noise_scale, o.length_scale);
+  const auto out = model->infer(text, lengths, speakers, o.noise_scale, o.length_scale);
   const int64_t frames = out.y_lengths[0].item<int64_t>();
 
   SynthesisResult r;

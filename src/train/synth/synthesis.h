@@ -22,6 +22,9 @@ struct SynthesisOptions {
   double length_scale = 1.0;
   int griffin_lim_iterations = 32;
   int64_t seed = 1234;
+  // Speaker id of a multi-speaker model (data.n_speakers > 1): required there, in
+  // [0, n_speakers); -1 (none) for a single-speaker model.
+  int64_t speaker = -1;
   // Refuse, before the decoder runs, a text whose predicted durations add up to more frames.
   int64_t max_frames = kDefaultMaxFrames;
 };
@@ -35,7 +38,8 @@ struct SynthesisResult {
   std::string unknown_report;  // characters of the text without a symbol, dropped ("" if none)
 };
 
-// UserError for options out of bounds, a text with nothing to say (no token that is spoken:
+// UserError for options out of bounds, a missing, superfluous or out-of-range --speaker, a
+// text with nothing to say (no token that is spoken:
 // only spaces, punctuation, or characters outside the symbol set) and a predicted length over
 // options.max_frames; FileError for the checkpoint.
 SynthesisResult synthesize(const SynthesisOptions& options);
