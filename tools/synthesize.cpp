@@ -13,7 +13,7 @@
 #include "train/synth/wav.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim vocoder)."};
+  CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim, or a TorchScript vocoder)."};
   monoflow::train::SynthesisOptions o;
   std::string out = "out.wav", mel_png, align_png, mel_out;
   app.add_option("--checkpoint", o.checkpoint, "checkpoint (runs/<name>/checkpoints/ckpt_*.pt)")->required();
@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   app.add_option("--mel-out", mel_out,
                  "also write the generated log-mel [n_mels, frames] as float32 .npy, for a neural vocoder");
   app.add_option("--mel-png", mel_png, "also write the generated mel as a PNG");
+  app.add_option("--vocoder", o.vocoder,
+                 "TorchScript vocoder (torch.jit.save of a generator taking [1, n_mels, frames]) instead of Griffin-Lim");
   app.add_option("--speaker", o.speaker, "speaker id of a multi-speaker model (0 .. n_speakers - 1)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--align-png", align_png, "also write the alignment as a PNG");

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <limits>
 
@@ -183,6 +185,37 @@ TEST_F(Synthesis, AMultiSpeakerModelNeedsASpeakerInRangeAndUsesIt) {
   // The speaker embedding conditions the decoder and the duration predictor: another voice.
   const bool same_shape = first.mel.sizes() == other.mel.sizes();
   EXPECT_TRUE(!same_shape || !torch::allclose(first.mel, other.mel));
+}
+
+// A neural vocoder in TorchScript, as users export HiFi-GAN: here a tiny scripted module made by
+// Python's torch (skipped where the configured Python has none) whose output is known exactly.
+TEST_F(Synthesis, ATorchScriptVocoderReplacesGriffinLim) {
+  const std::string python = MONOFLOW_TEST_PYTHON;
+  if (python.empty() || std::system((python + " -c 'import torch' 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "no Python with torch";
+  }
+  const std::string path = *dir_ / "vocoder.ts";
+  const std::string script =
+      "import torch\n"
+      "class V(torch.nn.Module):\n"
+      "    def forward(self, mel):\n"
+      "        return torch.tanh(mel.mean(1, keepdim=True)).repeat_interleave(4, dim=2)\n"
+      "torch.jit.script(V()).save('" + path + "')\n";
+  std::ofstream(*dir_ / "make_vocoder.py") << script;
+  int status = 0;
+  const std::string out = testing::run_command(python + " " + (*dir_ / "make_vocoder.py") + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+
+  auto o = options("hello world.");
+  o.vocoder = path;
+  const SynthesisResult r = synthesize(o);
+  ASSERT_EQ(r.audio.numel(), 4 * r.mel.size(1));
+  const auto expected = torch::tanh(r.mel.mean(0)).repeat_interleave(4);
+  EXPECT_TRUE(torch::allclose(r.audio, expected, 1e-5, 1e-6));
+
+  std::ofstream(*dir_ / "not_a_vocoder.ts") << "not a zip file";
+  o.vocoder = *dir_ / "not_a_vocoder.ts";
+  EXPECT_NE(error_of([&] { synthesize(o); }).find("TorchScript"), std::string::npos);
 }
 
 }  // namespace

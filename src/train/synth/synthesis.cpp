@@ -1,5 +1,7 @@
 #include "train/synth/synthesis.h"
 
+#include <torch/script.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -79,6 +81,52 @@ torch::Tensor speaker_ids(int64_t speaker, int n_speakers, const std::string& ch
   return {};
 }
 
+// Griffin-Lim from the mel (the default vocoder), peak-normalised to 0.9.
+torch::Tensor griffin_lim_audio(const torch::Tensor& mel, const Config& c, const SynthesisOptions& o) {
+  GriffinLimOptions gl;
+  gl.n_fft = c.data.filter_length;
+  gl.hop_length = c.data.hop_length;
+  gl.win_length = c.data.win_length;
+  gl.iterations = o.griffin_lim_iterations;
+  gl.seed = static_cast<uint64_t>(o.seed);
+  const auto basis = data::mel_filterbank(c.data.sampling_rate, c.data.filter_length, c.data.n_mel_channels,
+                                          c.data.mel_fmin, c.data.mel_fmax);
+  torch::Tensor magnitude = mel_to_magnitude(mel, basis);
+  // The STFT's reflect padding needs more than n_fft / 2 samples: a very short output (a
+  // word at a small length scale) gets silent frames at its end rather than a torch error.
+  const int64_t min_frames = c.data.filter_length / (2 * c.data.hop_length) + 2;
+  if (magnitude.size(1) < min_frames) magnitude = torch::constant_pad_nd(magnitude, {0, min_frames - magnitude.size(1)});
+  const torch::Tensor audio = griffin_lim(magnitude, gl);
+  const double peak = audio.abs().max().item<double>();
+  return peak > 0 ? audio * (0.9 / peak) : audio;
+}
+
+// A TorchScript vocoder (a HiFi-GAN-style generator saved with torch.jit.script/trace) on the
+// mel [1, n_mels, frames]; its waveform ([1, 1, N], [1, N] or [N]) clipped to [-1, 1], not
+// normalised: the vocoder sets its own level.
+torch::Tensor vocoder_audio(const std::string& path, const torch::Tensor& mel, const torch::Device& device) {
+  torch::jit::script::Module vocoder;
+  try {
+    vocoder = torch::jit::load(path, device);
+  } catch (const c10::Error& e) {
+    throw FileError(path, 0, std::string("cannot load as a TorchScript vocoder (torch.jit.save of a scripted or "
+                                         "traced module taking [B, n_mels, frames]): ") + e.what_without_backtrace());
+  }
+  vocoder.eval();
+  torch::Tensor audio;
+  try {
+    audio = vocoder.forward({mel.unsqueeze(0).to(device)}).toTensor();
+  } catch (const c10::Error& e) {
+    throw FileError(path, 0, std::string("the vocoder failed on a mel of shape [1, ") + std::to_string(mel.size(0)) +
+                                 ", " + std::to_string(mel.size(1)) + "]: " + e.what_without_backtrace());
+  }
+  if (audio.numel() == 0 || audio.size(0) != 1 || (audio.dim() > 1 && audio.numel() != audio.size(-1))) {
+    throw FileError(path, 0, "the vocoder returned a tensor of shape " + c10::str(audio.sizes()) +
+                                 "; expected one waveform: [1, 1, N], [1, N] or [N]");
+  }
+  return audio.flatten().to(torch::kCPU, torch::kFloat32).clamp(-1.0, 1.0);
+}
+
 }  // namespace
 
 SynthesisResult synthesize(const SynthesisOptions& o) {
@@ -125,22 +173,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   r.unknown_report = tp.unknown_report();
   r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
   r.alignment = out.attn[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
-  GriffinLimOptions gl;
-  gl.n_fft = c.data.filter_length;
-  gl.hop_length = c.data.hop_length;
-  gl.win_length = c.data.win_length;
-  gl.iterations = o.griffin_lim_iterations;
-  gl.seed = static_cast<uint64_t>(o.seed);
-  const auto basis = data::mel_filterbank(c.data.sampling_rate, c.data.filter_length, c.data.n_mel_channels,
-                                          c.data.mel_fmin, c.data.mel_fmax);
-  torch::Tensor magnitude = mel_to_magnitude(r.mel, basis);
-  // The STFT's reflect padding needs more than n_fft / 2 samples: a very short output (a
-  // word at a small length scale) gets silent frames at its end rather than a torch error.
-  const int64_t min_frames = c.data.filter_length / (2 * c.data.hop_length) + 2;
-  if (magnitude.size(1) < min_frames) magnitude = torch::constant_pad_nd(magnitude, {0, min_frames - magnitude.size(1)});
-  const torch::Tensor audio = griffin_lim(magnitude, gl);
-  const double peak = audio.abs().max().item<double>();
-  r.audio = peak > 0 ? audio * (0.9 / peak) : audio;
+  r.audio = o.vocoder.empty() ? griffin_lim_audio(r.mel, c, o) : vocoder_audio(o.vocoder, r.mel, device);
   return r;
 }
 

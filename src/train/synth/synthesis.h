@@ -1,5 +1,5 @@
-// Text -> mel -> Griffin-Lim waveform from a checkpoint, for tools/synthesize and the
-// quick-start. The model is built from the checkpoint's config snapshot.
+// Text -> mel -> waveform (Griffin-Lim, or a TorchScript neural vocoder) from a checkpoint, for
+// tools/synthesize and the quick-start. The model is built from the checkpoint's config snapshot.
 #pragma once
 
 #include <torch/torch.h>
@@ -25,6 +25,8 @@ struct SynthesisOptions {
   // Speaker id of a multi-speaker model (data.n_speakers > 1): required there, in
   // [0, n_speakers); -1 (none) for a single-speaker model.
   int64_t speaker = -1;
+  // A TorchScript vocoder (.ts/.pt from torch.jit.save) instead of Griffin-Lim; "" for Griffin-Lim.
+  std::string vocoder;
   // Refuse, before the decoder runs, a text whose predicted durations add up to more frames.
   int64_t max_frames = kDefaultMaxFrames;
 };
@@ -32,7 +34,7 @@ struct SynthesisOptions {
 struct SynthesisResult {
   torch::Tensor mel;        // [n_mels, frames] (CPU)
   torch::Tensor alignment;  // [tokens, frames] (CPU)
-  torch::Tensor audio;      // 1-D, peak-normalised to 0.9 (CPU)
+  torch::Tensor audio;      // 1-D (CPU): Griffin-Lim's peak-normalised to 0.9, a vocoder's clipped to [-1, 1]
   int sample_rate = 22050;
   int64_t step = 0;         // the checkpoint's step
   std::string unknown_report;  // characters of the text without a symbol, dropped ("" if none)
