@@ -139,6 +139,7 @@ class Trainer {
 
   // Logging accumulators since the last log line.
   Clock::time_point last_log_time_;
+  Clock::time_point run_start_;  // for the ETA under --max-minutes
   int64_t last_log_step_ = 0;
   std::map<align::Backend, std::pair<double, int>> mas_ms_;  // backend -> (sum, count)
   double last_mas_ms_ = 0;
@@ -457,6 +458,7 @@ void Trainer::log_step(double mle, double dur, const StepResult& r) {
   p.steps_per_s = steps_per_s;
   p.mas_ms = last_mas_ms_;
   p.skipped = skipped_;
+  if (o_.max_minutes > 0) p.seconds_left = std::max(0.0, o_.max_minutes * 60 - seconds_since(run_start_));
   if (!o_.quiet) progress_.update(p);
   last_log_time_ = Clock::now();
   last_log_step_ = step_;
@@ -529,6 +531,7 @@ RunSummary Trainer::run() {
   RunSummary summary;
   const auto start = Clock::now();
   last_log_time_ = start;
+  run_start_ = start;
   last_log_step_ = step_;
   const int log_interval = std::max(1, c_.train.log_interval);
   const std::vector<align::Backend> all_backends = available_backends(device_);

@@ -56,6 +56,19 @@ TEST(Progress, LineHasEveryField) {
   EXPECT_NE(bar.find("skipped 2"), std::string::npos);
 }
 
+TEST(Progress, EtaRespectsTheTimeLimit) {
+  ProgressInfo p;
+  p.step = 250;
+  p.total_steps = 1000;
+  p.steps_per_s = 5.0;  // 150 s of steps left
+  p.seconds_left = 42;  // but --max-minutes ends the run sooner
+  EXPECT_NE(format_progress(p, false).find("ETA 42s"), std::string::npos);
+  p.seconds_left = 600;  // the steps end it first
+  EXPECT_NE(format_progress(p, false).find("ETA 2m30s"), std::string::npos);
+  p.total_steps = 0;  // no step limit known: the time limit alone
+  EXPECT_NE(format_progress(p, false).find("ETA 10m00s"), std::string::npos);
+}
+
 TEST(Progress, Eta) {
   EXPECT_EQ(format_eta(42.2), "42s");
   EXPECT_EQ(format_eta(185), "3m05s");

@@ -39,8 +39,9 @@ std::string format_progress(const ProgressInfo& p, bool with_bar) {
     std::snprintf(buf, sizeof buf, "step %lld", static_cast<long long>(p.step));
   }
   out += buf;
-  const double remaining =
-      p.total_steps > 0 && p.steps_per_s > 0 ? (p.total_steps - p.step) / p.steps_per_s : NAN;
+  double remaining = p.total_steps > 0 && p.steps_per_s > 0 ? (p.total_steps - p.step) / p.steps_per_s : NAN;
+  // A time limit that comes first ends the run first.
+  if (p.seconds_left >= 0 && (std::isnan(remaining) || p.seconds_left < remaining)) remaining = p.seconds_left;
   std::snprintf(buf, sizeof buf,
                 " | epoch %lld | mle %.4f dur %.4f | lr %.3e | %.2f steps/s | MAS %.1f ms | ETA %s",
                 static_cast<long long>(p.epoch), p.loss_mle, p.loss_dur, p.lr, p.steps_per_s,

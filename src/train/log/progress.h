@@ -17,6 +17,7 @@ struct ProgressInfo {
   double steps_per_s = 0;
   double mas_ms = 0;
   int64_t skipped = 0;  // non-finite steps so far
+  double seconds_left = -1;  // >= 0: the run's time limit (--max-minutes) ends it this soon
 };
 
 std::string format_eta(double seconds);  // "1h02m", "3m05s", "42s", "?"
