@@ -5,6 +5,24 @@
 
 namespace monoflow::data {
 
+namespace {
+
+// "" when monotonic alignment can place every token of `item` on its own mel frame, else
+// why not. The decoder keeps frames / n_sqz * n_sqz of them; the token count includes the
+// blanks of add_blank (2n + 1). Caught here, such an utterance would stop training at the
+// step that draws it, and again at that step after every --resume.
+std::string alignment_problem(const DatasetItem& item, int n_sqz) {
+  const int64_t usable = item.mel_frames / n_sqz * n_sqz;
+  const auto tokens = static_cast<int64_t>(item.text.size());
+  if (usable >= tokens) return "";
+  return "cannot be aligned: its text has " + std::to_string(tokens) +
+         " tokens but the audio only " + std::to_string(usable) + " usable mel frames (" +
+         std::to_string(item.mel_frames) + " cut to a multiple of model.n_sqz " + std::to_string(n_sqz) +
+         "); alignment needs a frame per token: is the text too long for this audio, or the audio cut?";
+}
+
+}  // namespace
+
 TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptions& options,
                        const TextEncoder& encoder, BadLines& bad)
     : options_(options), mel_(options.mel()) {
@@ -48,6 +66,10 @@ TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptio
       }
       if (item.text.empty()) {
         bad.report(u.source, u.line, "text encodes to no tokens: '" + u.text + "'");
+        continue;
+      }
+      if (const std::string why = alignment_problem(item, options.n_sqz); !why.empty()) {
+        bad.report(u.source, u.line, u.audio_path + ": " + why);
         continue;
       }
     }

@@ -36,7 +36,8 @@ class TtsDataset {
  public:
   // Checks every utterance before anything is batched: audio readable (header), sample rate
   // (when on_rate_mismatch is error), at least filter_length samples, text encodes to at least
-  // one token. Failures go to `bad` with the manifest's file and line. Utterances longer than
+  // one token, at least one usable mel frame per token (frames cut to a multiple of n_sqz).
+  // Failures go to `bad` with the manifest's file and line. Utterances longer than
   // max_mel_frames are left out and counted. A FeatureCache is used when cache_dir is set.
   TtsDataset(const std::vector<Utterance>& utterances, const DataOptions& options,
              const TextEncoder& encoder, BadLines& bad);

@@ -1,6 +1,7 @@
 #include "data/manifest.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "data/text/utf8.h"
 
 namespace fs = std::filesystem;
 
@@ -57,9 +59,26 @@ std::ifstream open_text(const std::string& path, const std::string& hint) {
   return in;
 }
 
+// Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the first id.
+void strip_utf8_bom(std::string& first_line) {
+  if (first_line.rfind("\xEF\xBB\xBF", 0) == 0) first_line.erase(0, 3);
+}
+
+// "" when `line` is valid UTF-8, else what is wrong (the text front-end would silently turn
+// the bytes into unknown characters).
+std::string utf8_problem(const std::string& line) {
+  const size_t at = text::first_invalid_utf8(line);
+  if (at == std::string::npos) return "";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(line[at]));
+  return "invalid UTF-8 (byte " + std::string(hex) + " at column " + std::to_string(at + 1) +
+         "); save the file as UTF-8";
+}
+
 // Calls record(fields, line) for every non-blank line of `in`, split at '|' into `fields`
-// fields (the last keeps any further '|'); a line with fewer goes to `bad`, which names
-// `expected`. CRLF files read like LF ones.
+// fields (the last keeps any further '|'); a line with fewer, or with bytes that are not
+// UTF-8, goes to `bad`, which names `expected`. CRLF files read like LF ones; a UTF-8 BOM
+// is skipped.
 template <typename Record>
 void for_each_record(std::istream& in, const std::string& file, size_t fields,
                      const std::string& expected, BadLines& bad, Record record) {
@@ -67,8 +86,13 @@ void for_each_record(std::istream& in, const std::string& file, size_t fields,
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
+    if (n == 1) strip_utf8_bom(line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
+    if (const std::string problem = utf8_problem(line); !problem.empty()) {
+      bad.report(file, n, problem);
+      continue;
+    }
     const std::vector<std::string> f = split_pipes(line, fields);
     if (f.size() < fields) {
       bad.report(file, n, "expected " + std::to_string(fields) + " '|'-separated fields (" + expected +

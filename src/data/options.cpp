@@ -51,6 +51,7 @@ void DataOptions::validate() const {
   require(on_rate_mismatch == "resample" || on_rate_mismatch == "error", "on_rate_mismatch",
           "'" + on_rate_mismatch + "' is not one of resample | error");
   require(validation_size >= 0, "validation_size", "must not be negative");
+  require(n_sqz >= 1, "n_sqz", "must be at least 1 (model.n_sqz)");
   require(max_mel_frames >= 0, "max_mel_frames", "must not be negative (0: no limit)");
   require(!dataset_dir.empty() || !training_files.empty(), "dataset_dir",
           "set dataset_dir (LJSpeech layout) or training_files (a filelist)");

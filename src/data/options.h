@@ -47,6 +47,9 @@ struct DataOptions {
   std::string cache_dir;                      // empty: no feature cache (mels computed each time)
   int max_mel_frames = 1000;                  // longer utterances are left out (0: no limit)
   int64_t split_seed = 1234;                  // seed of the validation split (the trainer passes train.seed)
+  // The model's model.n_sqz (the trainer passes it): the decoder sees mel frames cut to a
+  // multiple of it, and alignment needs at least one of those frames per text token.
+  int n_sqz = 1;
 
   MelOptions mel() const;
   // Throws UserError naming the key when a value is out of range or an enum is unknown.

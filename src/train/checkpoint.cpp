@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/tensor_bounds.h"
+#include "common/zip_integrity.h"
 #include "train/atomic_file.h"
 
 namespace monoflow::train {
@@ -66,9 +68,22 @@ int64_t read_int(torch::serialize::InputArchive& a, const std::string& key) {
   return t.item<int64_t>();
 }
 
+// What to do about a damaged file. Never "delete it": it may be the only copy of a long run,
+// and the damage may be in the copy, not the original.
 const char* kWhatToDo =
-    "delete it (older checkpoints in the same folder are used instead) or pass --resume PATH "
-    "with another checkpoint";
+    "use an earlier checkpoint of the run (the other ckpt_*.pt in its folder; train takes one "
+    "with --resume PATH), or copy this one again if it came from elsewhere";
+
+// A checkpoint path must name a file; the archive reader fails obscurely on a directory.
+void require_regular_file(const std::string& path) {
+  if (!fs::exists(path)) {
+    throw FileError(path, 0, "no such checkpoint; check the path, or drop --resume to start a new run");
+  }
+  if (fs::is_directory(path)) {
+    throw FileError(path, 0, "is a directory, not a checkpoint file; pass a ckpt_*.pt file (a run keeps them "
+                             "in <run dir>/checkpoints/)");
+  }
+}
 
 struct OpenedCheckpoint {
   torch::serialize::InputArchive archive;
@@ -77,9 +92,8 @@ struct OpenedCheckpoint {
 };
 
 void open_checkpoint(const std::string& path, const torch::Device& device, OpenedCheckpoint& out) {
-  if (!fs::exists(path)) {
-    throw FileError(path, 0, "no such checkpoint; check the path, or drop --resume to start a new run");
-  }
+  require_regular_file(path);
+  zip::verify_file_records(path, kWhatToDo);  // LibTorch's zip reader does not check the CRCs
   try {
     out.archive.load_from(path, device);
   } catch (const c10::Error&) {
@@ -235,11 +249,13 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
     for (auto& p : model.named_parameters(true)) {
       torch::Tensor t;
       weights.read(p.key(), t);
+      check_tensor_in_storage(t, path, p.key());
       p.value().copy_(t);
     }
     for (auto& b : model.named_buffers(true)) {
       torch::Tensor t;
       weights.read(b.key(), t, true);
+      check_tensor_in_storage(t, path, b.key());
       b.value().copy_(t);
     }
     if (optimizer != nullptr) {

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "data/datasets.h"
+#include "data/text_encoder.h"
 #include "data_test_util.h"
 
 namespace {
@@ -85,6 +86,92 @@ TEST(Dataset, TextThatEncodesToNothingIsABadLine) {
   TtsDataset ds(utts, options_for(dir.path()), throws, skip);
   EXPECT_EQ(ds.size(), 0u);
   EXPECT_EQ(skip.skipped(), 2);
+}
+
+// metadata.csv with the given normalized texts, each over audio of `samples` samples.
+std::vector<Utterance> corpus_with_texts(const TempDir& dir, const std::vector<std::string>& texts,
+                                         int64_t samples) {
+  make_synthetic_ljspeech(dir.path(), std::vector<int64_t>(texts.size(), samples));
+  std::string meta;
+  for (size_t i = 0; i < texts.size(); ++i) meta += "u" + std::to_string(i) + "|raw|" + texts[i] + "\n";
+  write_text(dir / "metadata.csv", meta);
+  BadLines b("error");
+  return read_ljspeech(dir.path(), b);
+}
+
+TEST(Dataset, TextWithNoSymbolOfTheSetIsABadLine) {
+  TempDir dir;
+  // Line 2 is Japanese: no character has a symbol in the english set. With add_space and
+  // add_blank it would still encode to spaces and blanks, and train against them.
+  auto utts = corpus_with_texts(dir, {"hello", "\xE6\x97\xA5\xE6\x9C\xAC", "world"}, 5000);
+  monoflow::text::TextOptions to;
+  to.cleaners = {"basic_cleaners"};
+  to.add_space = true;
+  to.add_blank = true;
+  auto tp = std::make_shared<const monoflow::text::TextProcessor>(to);
+  ASSERT_FALSE(tp->encode(utts[1].text).empty());
+  BadLines strict("error");
+  try {
+    TtsDataset ds(utts, options_for(dir.path()), text_encoder(tp), strict);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "metadata.csv");
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("has a symbol in the english symbol set"), std::string::npos)
+        << e.what();
+  }
+  BadLines skip("skip");
+  TtsDataset ds(utts, options_for(dir.path()), text_encoder(tp), skip);
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(skip.skipped(), 1);
+}
+
+TEST(Dataset, UtteranceTooShortToAlignIsABadLine) {
+  TempDir dir;
+  // 5200 samples = 1 + 5200/256 = 21 mel frames; n_sqz 2 leaves 20. Line 2's text has 21
+  // tokens (one per byte): alignable with n_sqz 1, not with n_sqz 2.
+  auto utts = corpus_with_texts(dir, {std::string(20, 'a'), std::string(21, 'b'), "short"}, 5200);
+  auto o = options_for(dir.path());
+  o.n_sqz = 1;
+  {
+    BadLines strict("error");
+    EXPECT_EQ(TtsDataset(utts, o, byte_encoder, strict).size(), 3u);
+  }
+  o.n_sqz = 2;
+  BadLines strict("error");
+  try {
+    TtsDataset ds(utts, o, byte_encoder, strict);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "metadata.csv");
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("cannot be aligned: its text has 21 tokens but the audio only 20"),
+              std::string::npos)
+        << e.what();
+  }
+  // Under skip it is left out and counted in load_datasets' summary.
+  o.on_bad_line = "skip";
+  auto sets = load_datasets(o, byte_encoder);
+  EXPECT_EQ(sets.train->size(), 2u);
+  EXPECT_EQ(sets.bad_lines, 1);
+}
+
+TEST(Dataset, AlignmentCheckCountsTheBlanksOfAddBlank) {
+  TempDir dir;
+  // 8 letters -> 17 tokens with add_blank; 21 frames hold 17, 3000 samples (12 frames) do not.
+  monoflow::text::TextOptions to;
+  to.cleaners = {"basic_cleaners"};
+  to.add_blank = true;
+  auto tp = std::make_shared<const monoflow::text::TextProcessor>(to);
+  ASSERT_EQ(tp->encode("abcdefgh").size(), 17u);
+  auto fits = corpus_with_texts(dir, {"abcdefgh"}, 5200);
+  BadLines strict("error");
+  EXPECT_EQ(TtsDataset(fits, options_for(dir.path()), text_encoder(tp), strict).size(), 1u);
+  TempDir dir2;
+  auto too_short = corpus_with_texts(dir2, {"abcdefgh"}, 3000);
+  BadLines skip("skip");
+  EXPECT_EQ(TtsDataset(too_short, options_for(dir2.path()), text_encoder(tp), skip).size(), 0u);
+  EXPECT_EQ(skip.skipped(), 1);
 }
 
 TEST(Dataset, SampleHasTokensMelAndPredictedLength) {

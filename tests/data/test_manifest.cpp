@@ -124,4 +124,46 @@ TEST(Manifest, SeededSplitIsDeterministicAndDisjoint) {
   EXPECT_EQ(seeded_split(all, 500, 1).first.size(), 1u);  // at least one left for training
 }
 
+TEST(Manifest, ByteOrderMarkIsStripped) {
+  TempDir dir;
+  write_text(dir / "metadata.csv", "\xEF\xBB\xBFLJ001-0001|One|one\nLJ001-0002|Two|two\n");
+  BadLines bad("error");
+  auto u = read_ljspeech(dir.path(), bad);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].id, "LJ001-0001");
+  EXPECT_EQ(u[0].audio_path, dir / "wavs/LJ001-0001.wav");
+  write_text(dir / "list.txt", "\xEF\xBB\xBF" "a.wav|Hello.\n");
+  auto f = read_filelist(dir / "list.txt", false, 0, "", bad);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].audio_path, "a.wav");
+}
+
+TEST(Manifest, InvalidUtf8IsABadLineWithFileAndLine) {
+  TempDir dir;
+  // Line 2: a Latin-1 'e acute' (0xE9), not UTF-8; line 3: valid UTF-8 'e acute'.
+  write_text(dir / "metadata.csv", "a|A|a\nb|Caf\xE9|caf\xE9\nc|Caf\xC3\xA9|caf\xC3\xA9\n");
+  BadLines strict("error");
+  try {
+    read_ljspeech(dir.path(), strict);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), dir / "metadata.csv");
+    EXPECT_EQ(e.line(), 2);
+    EXPECT_NE(std::string(e.what()).find("invalid UTF-8"), std::string::npos) << e.what();
+  }
+  BadLines skip("skip");
+  auto u = read_ljspeech(dir.path(), skip);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[1].text, "caf\xC3\xA9");
+  EXPECT_EQ(skip.skipped(), 1);
+  write_text(dir / "list.txt", "a.wav|ok\nb.wav|\x80 stray\n");
+  BadLines strict_list("error");
+  try {
+    read_filelist(dir / "list.txt", false, 0, "", strict_list);
+    FAIL() << "expected FileError";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.line(), 2);
+  }
+}
+
 }  // namespace

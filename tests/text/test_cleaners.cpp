@@ -46,6 +46,14 @@ TEST(Utf8, RoundTripAndInvalidBytes) {
   EXPECT_EQ(describe_code_point(0xE9), "'\xC3\xA9' (U+00E9)");
 }
 
+TEST(Utf8, FirstInvalidByte) {
+  EXPECT_EQ(first_invalid_utf8("a\xC3\xA9\xF0\x9F\x98\x80"), std::string::npos);
+  EXPECT_EQ(first_invalid_utf8("ab\xFF"), 2u);                   // never valid
+  EXPECT_EQ(first_invalid_utf8("caf\xC3"), 3u);                  // truncated sequence
+  EXPECT_EQ(first_invalid_utf8("\xC0\xAF"), 0u);                  // overlong '/'
+  EXPECT_EQ(first_invalid_utf8("x\xED\xA0\x80"), 1u);             // a surrogate
+}
+
 TEST(Cleaners, Steps) {
   EXPECT_EQ(lowercase("HeLLo \xC3\x89" "COLE \xC5\x81"), "hello \xC3\xA9" "cole \xC5\x82");
   EXPECT_EQ(collapse_whitespace("a \n\t b  c"), "a b c");

@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/tensor_bounds.h"
+#include "common/zip_integrity.h"
 #include "test_util.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
@@ -159,6 +161,104 @@ TEST(Checkpoint, CorruptFilesAreRefusedByName) {
   expect_refused(foreign, m, "not a monoflow checkpoint");
 
   EXPECT_TRUE(torch::equal(m->fc->weight, before)) << "a refused load must not touch the model";
+}
+
+// The byte offset of `needle` in `hay` (which must hold it once).
+size_t find_once(const std::string& hay, const std::string& needle) {
+  const size_t at = hay.find(needle);
+  EXPECT_NE(at, std::string::npos);
+  EXPECT_EQ(hay.find(needle, at + 1), std::string::npos);
+  return at;
+}
+
+TEST(Checkpoint, FlippedByteInATensorFailsItsCrcNamingFileAndRecord) {
+  TempDir dir;
+  torch::manual_seed(1);
+  Tiny m(4, 64);
+  m->blob.data().copy_(torch::arange(64, torch::kFloat32) * 0.125 + 1000);  // findable bytes
+  torch::optim::Adam opt(m->parameters());
+  const std::string good = dir / checkpoint_filename(1);
+  save_checkpoint(good, *m, opt, some_state());
+  std::string bytes = testing::read_text(good);
+  const auto blob = m->blob.contiguous();
+  const size_t at = find_once(bytes, std::string(static_cast<const char*>(blob.data_ptr()), 64 * 4));
+  bytes[at + 101] ^= 0x10;  // one bit of one weight: a plausible value, only the CRC can tell
+  const std::string flipped = dir / checkpoint_filename(2);
+  std::ofstream(flipped, std::ios::binary) << bytes;
+
+  const auto before = m->blob.clone();
+  expect_refused(flipped, m, "fails its CRC-32 check");
+  try {
+    read_checkpoint_state(flipped);  // synthesize's first read
+    FAIL() << "read the state of a damaged checkpoint";
+  } catch (const FileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("record '"), std::string::npos) << what;
+    EXPECT_NE(what.find("earlier checkpoint"), std::string::npos) << what;
+    EXPECT_EQ(what.find("delete"), std::string::npos) << "never advise deleting the user's file: " << what;
+  }
+  EXPECT_TRUE(torch::equal(m->blob, before));
+  EXPECT_NO_THROW(load_checkpoint(good, *m, nullptr));
+}
+
+TEST(Checkpoint, ADirectoryIsAClearError) {
+  TempDir dir;
+  Tiny m;
+  expect_refused(dir.path(), m, "is a directory, not a checkpoint file");
+  try {
+    read_checkpoint_state(dir.path());
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.file(), dir.path());
+  }
+}
+
+TEST(ZipIntegrity, Crc32IsTheZipOne) {
+  EXPECT_EQ(zip::crc32("123456789", 9), 0xCBF43926u);  // the standard check value
+  EXPECT_EQ(zip::crc32("", 0), 0u);
+  const uint32_t first = zip::crc32("12345", 5);
+  EXPECT_EQ(zip::crc32("6789", 4, first), 0xCBF43926u);  // chunked = whole
+}
+
+TEST(ZipIntegrity, TruncatedArchiveIsRefused) {
+  TempDir dir;
+  Tiny m;
+  torch::optim::Adam opt(m->parameters());
+  const std::string good = dir / checkpoint_filename(1);
+  save_checkpoint(good, *m, opt, some_state());
+  const std::string bytes = testing::read_text(good);
+  EXPECT_NO_THROW(zip::verify_records(bytes.data(), bytes.size(), "x.pt"));
+  EXPECT_THROW(zip::verify_records(bytes.data(), bytes.size() - 30, "x.pt"), FileError);
+  EXPECT_THROW(zip::verify_records(bytes.data(), 10, "x.pt"), FileError);
+}
+
+TEST(TensorBounds, OffsetsShapesAndStridesMustStayInsideTheStorage) {
+  auto base = torch::arange(10, torch::kFloat32);
+  EXPECT_EQ(tensor_storage_problem(base), "");
+  // As a file can state them: offset, sizes and strides set without LibTorch's checks.
+  auto view = [&](int64_t offset, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    auto t = torch::empty({0}, torch::kFloat32);
+    t.unsafeGetTensorImpl()->set_storage_keep_dtype(base.storage());
+    t.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+    t.unsafeGetTensorImpl()->set_storage_offset(offset);
+    return t;
+  };
+  EXPECT_EQ(tensor_storage_problem(view(6, {4}, {1})), "");           // the last 4 elements
+  EXPECT_NE(tensor_storage_problem(view(7, {4}, {1})), "");           // one past the end
+  EXPECT_NE(tensor_storage_problem(view(1000, {2}, {1})), "");        // far past it
+  EXPECT_NE(tensor_storage_problem(view(0, {2, 5}, {6, 1})), "");     // strides reach past it
+  EXPECT_EQ(tensor_storage_problem(view(0, {2, 5}, {5, 1})), "");
+  EXPECT_EQ(tensor_storage_problem(view(50, {0, 3}, {3, 1})), "");    // empty: touches nothing
+  EXPECT_NE(tensor_storage_problem(view(0, {2}, {INT64_MAX})), "");   // overflow
+  EXPECT_NE(tensor_storage_problem(base, 38), "");                     // not whole floats
+  try {
+    check_tensor_in_storage(view(7, {4}, {1}), "w.pt", "encoder.w");
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("w.pt: corrupt file: tensor 'encoder.w': storage offset 7"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Checkpoint, IncompatibleModelIsRefusedNamingTheParameter) {

@@ -4,51 +4,66 @@
 
 namespace monoflow::text {
 
+namespace {
+
+// Decodes the sequence starting at s[i] into *cp; returns its length, or 0 when the bytes
+// there are not valid UTF-8.
+int decode_one(const std::string& s, size_t i, char32_t* cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  int len = 0;
+  char32_t c = 0;
+  if (b0 < 0x80) {
+    len = 1;
+    c = b0;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    c = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    c = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    c = b0 & 0x07;
+  }
+  if (len == 0 || i + len > s.size()) return 0;
+  for (int k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    c = (c << 6) | (b & 0x3F);
+  }
+  // Reject overlong forms, surrogates and out-of-range values.
+  if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+      (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) {
+    return 0;
+  }
+  *cp = c;
+  return len;
+}
+
+}  // namespace
+
 std::u32string utf8_decode(const std::string& s) {
   std::u32string out;
   out.reserve(s.size());
-  const size_t n = s.size();
   size_t i = 0;
-  while (i < n) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    int len = 0;
+  while (i < s.size()) {
     char32_t cp = 0;
-    if (b0 < 0x80) {
-      len = 1;
-      cp = b0;
-    } else if ((b0 & 0xE0) == 0xC0) {
-      len = 2;
-      cp = b0 & 0x1F;
-    } else if ((b0 & 0xF0) == 0xE0) {
-      len = 3;
-      cp = b0 & 0x0F;
-    } else if ((b0 & 0xF8) == 0xF0) {
-      len = 4;
-      cp = b0 & 0x07;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) {
-        ok = false;
-      } else {
-        cp = (cp << 6) | (b & 0x3F);
-      }
-    }
-    // Reject overlong forms, surrogates and out-of-range values.
-    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-               (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)) {
-      ok = false;
-    }
-    if (ok) {
-      out.push_back(cp);
-      i += len;
-    } else {
-      out.push_back(U'\uFFFD');
-      i += 1;
-    }
+    const int len = decode_one(s, i, &cp);
+    out.push_back(len > 0 ? cp : U'\uFFFD');
+    i += len > 0 ? len : 1;
   }
   return out;
+}
+
+size_t first_invalid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    char32_t cp = 0;
+    const int len = decode_one(s, i, &cp);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string::npos;
 }
 
 std::string utf8_encode(char32_t c) {

@@ -13,6 +13,8 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/tensor_bounds.h"
+#include "common/zip_integrity.h"
 
 namespace monoflow::models {
 namespace {
@@ -415,7 +417,11 @@ c10::IValue unpickle(const std::string& pkl, std::function<at::DataPtr(const std
 // torch.save's format before torch 1.6 (and with _use_new_zipfile_serialization=False): the
 // pickles magic number, protocol version, sys_info and the object, then the pickled sorted
 // list of storage keys, then per key an int64 element count and the raw little-endian data.
-c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::string& source) {
+// The storage records handed to the unpickler: data pointer -> (record name, bytes).
+using RecordSizes = std::map<const void*, std::pair<std::string, size_t>>;
+
+c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::string& source,
+                                   RecordSizes* sizes) {
   const std::string all(bytes.begin(), bytes.end());
   size_t pos = 0, end = 0;
   for (int i = 0; i < 3; ++i) {  // magic number, protocol version, sys_info
@@ -448,8 +454,53 @@ c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::st
     TORCH_CHECK(it != records.end(), "storage ", key, " missing");
     auto ptr = c10::GetCPUAllocator()->allocate(it->second.second);  // a copy per reference, as for zip records
     std::memcpy(ptr.get(), all.data() + it->second.first, it->second.second);
+    (*sizes)[ptr.get()] = {key, it->second.second};
     return ptr;
   }, std::nullopt);
+}
+
+// Checks every tensor in `value` (named by its path of dict keys and list indices) against
+// the record that holds its storage: the storage the pickle declares fits in the record, and
+// the tensor's offset, shape and strides stay inside the storage.
+void check_tensors(const c10::IValue& value, const std::string& name, const RecordSizes& records,
+                   const std::string& source) {
+  if (value.isTensor()) {
+    const at::Tensor& t = value.toTensor();
+    const auto declared = static_cast<uint64_t>(t.storage().nbytes());
+    auto rec = records.find(t.storage().data());
+    const uint64_t held = rec == records.end() ? 0 : rec->second.second;
+    if (declared > held) {
+      throw FileError(source, 0, "corrupt file: tensor '" + name + "': its storage is declared as " +
+                                     std::to_string(declared) + " bytes, but " +
+                                     (rec == records.end() ? std::string("no storage record holds it")
+                                                           : "its record '" + rec->second.first + "' holds " +
+                                                                 std::to_string(held)));
+    }
+    check_tensor_in_storage(t, source, name);
+  } else if (value.isGenericDict()) {
+    for (const auto& kv : value.toGenericDict()) {
+      const std::string key = kv.key().isString() ? kv.key().toStringRef() : "?";
+      check_tensors(kv.value(), name.empty() ? key : name + "." + key, records, source);
+    }
+  } else if (value.isList() || value.isTuple()) {
+    const auto elements = value.isList() ? value.toListRef().vec() : value.toTupleRef().elements().vec();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      check_tensors(elements[i], name + "[" + std::to_string(i) + "]", records, source);
+    }
+  }
+}
+
+c10::IValue read_zip_torch_save(const std::vector<char>& bytes, const std::string& source, RecordSizes* sizes) {
+  zip::verify_records(bytes.data(), bytes.size(), source);  // LibTorch's reader skips the CRCs
+  caffe2::serialize::PyTorchStreamReader reader(std::make_shared<VectorReadAdapter>(bytes));
+  auto record = reader.getRecord("data.pkl");
+  std::string pkl(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
+  pkl = patch_ordered_dicts(std::move(pkl), source);
+  return unpickle(pkl, [&](const std::string& name) {
+    auto rec = reader.getRecord("data/" + name);
+    (*sizes)[std::get<0>(rec).get()] = {"data/" + name, std::get<1>(rec)};
+    return std::move(std::get<0>(rec));
+  }, reader.version());
 }
 
 }  // namespace
@@ -459,13 +510,10 @@ c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& s
   const bool legacy = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x80 && bytes[1] == 0x02;
   if (!zip && !legacy) throw UserError(source + ": not a torch.save file (neither zip nor legacy pickle format)");
   try {
-    if (legacy) return read_legacy_torch_save(bytes, source);
-    caffe2::serialize::PyTorchStreamReader reader(std::make_shared<VectorReadAdapter>(bytes));
-    auto record = reader.getRecord("data.pkl");
-    std::string pkl(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
-    pkl = patch_ordered_dicts(std::move(pkl), source);
-    return unpickle(pkl, [&](const std::string& name) { return std::get<0>(reader.getRecord("data/" + name)); },
-                    reader.version());
+    RecordSizes sizes;
+    c10::IValue value = legacy ? read_legacy_torch_save(bytes, source, &sizes) : read_zip_torch_save(bytes, source, &sizes);
+    check_tensors(value, "", sizes, source);  // before any caller copies from a tensor
+    return value;
   } catch (const UserError&) {
     throw;
   } catch (const c10::Error& e) {

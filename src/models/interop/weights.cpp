@@ -1,5 +1,6 @@
 #include "models/interop/weights.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -38,6 +39,10 @@ StateDict state_dict(const torch::nn::Module& module) {
 }
 
 StateDict read_state_dict(const std::string& path) {
+  // (An ifstream opens a directory, and reading it then throws a bare std::ios failure.)
+  if (std::filesystem::is_directory(path)) {
+    throw FileError(path, 0, "is a directory; pass the weights file (a torch.save .pt/.pth file) itself");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, 0, "cannot open the weights file");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

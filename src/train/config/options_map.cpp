@@ -41,6 +41,7 @@ data::DataOptions data_options(const Config& c) {
                                          : c.data.cache_dir;
   d.max_mel_frames = c.data.max_mel_frames;
   d.split_seed = c.train.seed;
+  d.n_sqz = c.model.n_sqz;
   return d;
 }
 
