@@ -339,7 +339,10 @@ void Trainer::restore_or_initialise() {
   if (!main_) return;  // only rank 0 writes
   if (resuming) drop_metrics_after(step_);
   write_file_atomically((dir_ / "config.yaml").string(), o_.config_yaml);
-  if (c_.run.tensorboard) out_.tb = std::make_unique<EventWriter>((dir_ / "tensorboard").string());
+  if (c_.run.tensorboard) {
+    out_.tb = std::make_unique<EventWriter>((dir_ / "tensorboard").string());
+    if (resuming) out_.tb->purge_from(step_ + 1);  // as metrics.jsonl: nothing past the checkpoint
+  }
   out_.metrics = std::make_unique<MetricsLog>((dir_ / "metrics.jsonl").string(), resuming);
 }
 

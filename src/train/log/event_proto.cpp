@@ -61,6 +61,16 @@ std::string file_version_event(double wall_time, const std::string& version) {
   return event;
 }
 
+std::string session_start_event(double wall_time, int64_t step) {
+  std::string session_log;
+  field_varint(session_log, 1, 1);  // status: START
+  std::string event;
+  field_double(event, 1, wall_time);
+  field_varint(event, 2, step);
+  field_bytes(event, 7, session_log);
+  return event;
+}
+
 std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value) {
   std::string v;
   field_bytes(v, 1, tag);

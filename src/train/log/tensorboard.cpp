@@ -50,6 +50,8 @@ void EventWriter::append(const std::string& event) {
   out_.write(record.data(), static_cast<std::streamsize>(record.size()));
 }
 
+void EventWriter::purge_from(int64_t step) { append(proto::session_start_event(wall_time(), step)); }
+
 void EventWriter::scalar(const std::string& tag, double value, int64_t step) {
   append(proto::scalar_event(wall_time(), step, tag, static_cast<float>(value)));
 }

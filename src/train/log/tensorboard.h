@@ -16,6 +16,9 @@ class EventWriter {
   EventWriter& operator=(const EventWriter&) = delete;
 
   void scalar(const std::string& tag, double value, int64_t step);
+  // A resumed run: TensorBoard forgets what earlier files logged from `step` on (the steps a
+  // killed run logged past its last checkpoint, which the resumed run logs again).
+  void purge_from(int64_t step);
   void image(const std::string& tag, const std::string& png, int height, int width,
              int channels, int64_t step);
   void audio(const std::string& tag, const std::string& wav, int sample_rate, int64_t frames,
