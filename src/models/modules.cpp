@@ -159,7 +159,8 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     if (last) {
       output = output + res_skip_layer.forward(acts);
     } else if (fused) {
-      std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
+      std::tie(x, output) =
+          residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
     } else {
       std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward(acts), {}, x_mask);
     }
@@ -276,7 +277,7 @@ CouplingBlockImpl::CouplingBlockImpl(int64_t in_channels, int64_t hidden_channel
 std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask,
                                                                    const torch::Tensor& g, bool reverse) {
   const int64_t half = in_channels_ / 2;
-  const auto halves = x.split(half, 1);  // split, not slice: see WN::forward
+  const auto halves = x.split(half, 1);  // split, not slice: see gated_activation_reference
   const auto& x_0 = halves[0];
   const auto& x_1 = halves[1];
   // On a GPU the coupling network runs on [B, C, 1, T] ChannelsLast tensors (wn_fused.h says
