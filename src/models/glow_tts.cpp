@@ -170,6 +170,10 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
   return out;
 }
 
+torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor& x_mask, double length_scale) {
+  return torch::ceil(torch::exp(logw) * x_mask * length_scale);
+}
+
 InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                    const torch::Tensor& speakers, double noise_scale, double length_scale) {
   InferenceOutput out = infer_prior(text, text_lengths, speakers, noise_scale, length_scale);
@@ -189,8 +193,7 @@ InferenceOutput GlowTTSImpl::infer_prior(const torch::Tensor& text, const torch:
   auto enc = encoder->forward(text.to(device), text_lengths, g);
 
   InferenceOutput out;
-  auto w = torch::exp(enc.logw) * enc.x_mask * length_scale;
-  out.w_ceil = torch::ceil(w);
+  out.w_ceil = inference_durations(enc.logw, enc.x_mask, length_scale);
   auto y_lengths = torch::clamp_min(out.w_ceil.sum({1, 2}), 1).to(torch::kLong);
   // The original cuts to a multiple of n_sqz, which leaves 0 frames for a 1-frame utterance
   // (and then fails on empty tensors); here such an utterance keeps n_sqz frames.

@@ -107,4 +107,9 @@ torch::Tensor compute_logp(const torch::Tensor& x_m, const torch::Tensor& x_logs
 // times mask [B, T, S] (the original commons.generate_path).
 torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask);
 
+// Frames per token at inference, the official rule: ceil(exp(logw) * x_mask * length_scale),
+// [B, 1, T]. infer() expands the prior with it; callers that must know the output length before
+// the decoder runs (a frame budget, a target length) sum it.
+torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor& x_mask, double length_scale);
+
 }  // namespace monoflow::models

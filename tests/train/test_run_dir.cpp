@@ -27,16 +27,8 @@ namespace monoflow::train {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 using testing::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // File names of <run_dir>/checkpoints/ckpt_*.pt, oldest first.
 std::vector<std::string> checkpoint_names(const std::string& run_dir) {

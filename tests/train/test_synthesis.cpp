@@ -22,6 +22,7 @@
 namespace monoflow::train {
 namespace {
 
+using testing::error_of;
 using testing::TempDir;
 
 // An untrained tiny model's checkpoint (synthesis needs only its weights and config snapshot);
@@ -44,15 +45,6 @@ std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
   const std::string path = dir / (speakers > 1 ? "multi_ckpt_000000007.pt" : "ckpt_000000007.pt");
   save_checkpoint(path, *model, adam, s);
   return path;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 class Synthesis : public ::testing::Test {

@@ -6,9 +6,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "common/error.h"
 
 namespace monoflow::train::testing {
 
@@ -37,6 +40,16 @@ inline std::string read_text(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The message of the UserError f() throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 // Runs a shell command, returns its stdout; exit status in *status.

@@ -58,7 +58,7 @@ int64_t predicted_frames(models::GlowTTS& model, const torch::Tensor& text, cons
                          const torch::Tensor& speakers, double length_scale) {
   const auto enc = model->encoder->forward(text, lengths, model->speaker_vector(speakers, text.size(0)));
   const double frames =
-      torch::ceil(torch::exp(enc.logw) * enc.x_mask * length_scale).sum(torch::kFloat64).item<double>();
+      models::inference_durations(enc.logw, enc.x_mask, length_scale).sum(torch::kFloat64).item<double>();
   const int64_t n_sqz = model->options().n_sqz();
   if (!std::isfinite(frames) || frames > 1e15) return INT64_MAX;
   return std::max<int64_t>(static_cast<int64_t>(frames) / n_sqz * n_sqz, n_sqz);
