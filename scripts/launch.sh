@@ -15,11 +15,15 @@ for ((r = 0; r < n; r++)); do
   RANK=$r LOCAL_RANK=$r "$@" &
   pids+=($!)
 done
+# Whichever rank ends first is seen first (wait -n): a failed rank stops its peers at once
+# instead of leaving them blocked in a collective until the group's timeout.
 rc=0
-for pid in "${pids[@]}"; do
-  if ! wait "$pid"; then
-    code=$?
-    [ $rc -eq 0 ] && rc=$code && kill "${pids[@]}" 2>/dev/null
+for ((left = n; left > 0; left--)); do
+  wait -n
+  code=$?
+  if [ $code -ne 0 ] && [ $rc -eq 0 ]; then
+    rc=$code
+    kill "${pids[@]}" 2>/dev/null
   fi
 done
 exit $rc

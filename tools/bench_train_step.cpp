@@ -6,6 +6,9 @@
 //                    [--profile PREFIX]
 // --batch-size/--steps/--warmup exist for smoke tests on a CPU; results with them changed
 // are not the benchmark and are flagged as such.
+// Started by scripts/launch.sh N (torchrun's variables), it is the two-GPU benchmark: one
+// process per GPU, each on its own batches, gradients averaged; rank 0 prints.
+//   scripts/launch.sh 2 bench_train_step --backends cuda-fast --precisions tf32 --modes graph
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "cli_main.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
+#include "train/distributed/distributed.h"
 #include "train/step_bench.h"
 
 namespace {
@@ -55,6 +59,13 @@ int main(int argc, char** argv) {
     train::StepBenchOptions o;
     o.config = train::load_config(config_path, overrides);
     o.device = train::resolve_device(device_arg);
+    const train::DistributedOptions dist_options = train::distributed_options_from_env();
+    if (dist_options.world_size > 1 && o.device.is_cuda()) {
+      o.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_options.local_rank));
+    }
+    train::Distributed dist(dist_options, o.device);
+    if (dist.world_size() > 1) o.distributed = &dist;
+    const bool main_rank = dist.is_main();
     o.batch_size = batch_size;
     o.timed_steps = steps;
     o.warmup_steps = warmup;
@@ -74,14 +85,19 @@ int main(int argc, char** argv) {
         modes_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"eager", "graph"}
                                                 : std::vector<std::string>{"eager"})
                           : split(modes_arg);
-    const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels, o.seed);
-    std::fprintf(stderr, "bench_train_step on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
-                 spec ? "" : " (NOT the docs/design.md spec: batch/steps/warm-up/model changed)");
+    // Each rank its own batches (rank 0's are the single-process benchmark's).
+    const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels,
+                                                  o.seed + 7919ULL * static_cast<uint64_t>(dist.rank()));
     std::ostringstream csv;
     csv << train::csv_header() << "\n";
-    std::cout << train::csv_header() << std::endl;
-    std::fprintf(stderr, "%-10s %-5s %-5s %9s %9s %9s %10s %10s\n", "backend", "prec", "mode", "step ms", "p90 ms",
-                 "MAS ms", "peak MiB", "samples/s");
+    if (main_rank) {
+      std::fprintf(stderr, "bench_train_step on %s%s, model of %s%s\n", o.device.str().c_str(),
+                   dist.world_size() > 1 ? (" and " + std::to_string(dist.world_size() - 1) + " more rank(s)").c_str() : "",
+                   config_path.c_str(), spec ? "" : " (NOT the docs/design.md spec: batch/steps/warm-up/model changed)");
+      std::cout << train::csv_header() << std::endl;
+      std::fprintf(stderr, "%-10s %-5s %-5s %9s %9s %9s %10s %10s\n", "backend", "prec", "mode", "step ms", "p90 ms",
+                   "MAS ms", "peak MiB", "samples/s");
+    }
     for (const auto backend : backends) {
       for (const auto& precision : precisions) {
         for (const auto& mode : modes) {
@@ -90,6 +106,7 @@ int main(int argc, char** argv) {
                                                   : profile_prefix + "_" + align::backend_name(backend) + "_" +
                                                         precision + "_" + mode + ".json";
           const auto row = train::bench_train_step(o, backend, precision, mode, batches);
+          if (!main_rank) continue;
           std::cout << train::csv_row(row) << std::endl;
           csv << train::csv_row(row) << "\n";
           std::fprintf(stderr, "%-10s %-5s %-5s %9.1f %9.1f %9.2f %10.0f %10.1f%s\n", row.backend.c_str(),
@@ -98,7 +115,7 @@ int main(int argc, char** argv) {
         }
       }
     }
-    if (!csv_path.empty()) {
+    if (!csv_path.empty() && main_rank) {
       std::ofstream(csv_path) << csv.str();
     }
     return 0;

@@ -66,17 +66,25 @@ std::vector<std::vector<int64_t>> BucketBatchSampler::global_batches(int64_t epo
     if (options_.drop_last && s + b > n) break;
     batches.emplace_back(order.begin() + s, order.begin() + std::min(n, s + b));
   }
-  if (options_.shuffle) shuffle(batches, rng);
-  return batches;
+  if (!options_.shuffle || batches.empty()) return batches;
+  // The ranks' batches of one step are W neighbours in length order, so that they pad to
+  // the same shape and no rank waits for a longer one; the steps are shuffled. Padded to a
+  // multiple of W by repeating the first batches, so that every rank has as many.
+  const int64_t w = options_.world_size, have = static_cast<int64_t>(batches.size());
+  for (int64_t i = have; i < per_rank_ * w; ++i) batches.push_back(batches[(i - have) % have]);
+  std::vector<int64_t> steps(per_rank_);
+  std::iota(steps.begin(), steps.end(), 0);
+  shuffle(steps, rng);
+  std::vector<std::vector<int64_t>> shuffled;
+  for (const int64_t k : steps) {
+    for (int64_t r = 0; r < w; ++r) shuffled.push_back(std::move(batches[k * w + r]));
+  }
+  return shuffled;
 }
 
 std::vector<std::vector<int64_t>> BucketBatchSampler::epoch(int64_t epoch) const {
   auto all = global_batches(epoch);
   const int64_t w = options_.world_size;
-  if (options_.shuffle && !all.empty()) {
-    const int64_t total = per_rank_ * w, have = static_cast<int64_t>(all.size());
-    for (int64_t i = have; i < total; ++i) all.push_back(all[(i - have) % have]);
-  }
   std::vector<std::vector<int64_t>> mine;
   for (int64_t i = options_.rank; i < static_cast<int64_t>(all.size()); i += w) {
     mine.push_back(std::move(all[i]));

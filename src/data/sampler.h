@@ -17,8 +17,9 @@ class BucketBatchSampler {
   // This rank's batches (dataset indices) of `epoch`; a pure function of (seed, epoch).
   // shuffle: items are shuffled, sorted by length within windows of bucket_batches batches,
   // cut into batches, and the batches shuffled. Without shuffle: one global length sort, fixed.
-  // With world_size > 1 every rank gets batch r, r + W, ...; when shuffling, the batch list is
-  // first padded by repeating its head so that all ranks get the same number of batches.
+  // With world_size > 1 every rank gets batch r, r + W, ...; when shuffling, the W batches of
+  // one step are neighbours in length (what they pad to is alike) and the batch list is
+  // padded by repeating its head so that all ranks get the same number of batches.
   std::vector<std::vector<int64_t>> epoch(int64_t epoch) const;
 
   int64_t batches_per_epoch() const { return per_rank_; }

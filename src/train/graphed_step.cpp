@@ -18,9 +18,8 @@ namespace monoflow::train {
 
 bool GraphedTrainStep::supported(const torch::Device& device, const StepOptions& options) {
 #ifdef MONOFLOW_HAS_CUDA
-  const bool one_process = options.distributed == nullptr || options.distributed->world_size() == 1;
   // The cpu MAS backend copies logp to the host and waits for it: nothing a graph can hold.
-  return device.is_cuda() && one_process && options.mas.backend != align::Backend::kCpu;
+  return device.is_cuda() && options.mas.backend != align::Backend::kCpu;
 #else
   (void)device;
   (void)options;
@@ -59,6 +58,12 @@ struct GraphedTrainStep::Impl {
   StepOptions options;
   GraphBuckets buckets;
   torch::Device device;
+  Distributed* dist = nullptr;  // several ranks: the gradients are averaged inside the graph
+  // Every gradient is a view of `flat`, which ends with kShared more values that travel with
+  // them: [this rank skips, loss_mle, loss_dur]. One all-reduce, no copies, averages all of
+  // it, so every rank makes the same skip decision and logs the mean losses.
+  static constexpr int64_t kShared = 3;
+  torch::Tensor flat, shared;
   std::vector<torch::Tensor> grads;  // persistent: every graph accumulates into these
   c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
   std::map<Shape, Entry> entries;
@@ -72,19 +77,31 @@ struct GraphedTrainStep::Impl {
   Impl(models::GlowTTS m, FusedAdam& opt, const StepOptions& o, GraphBuckets b, int64_t skipped_before)
       : model(std::move(m)), optimizer(opt), options(o), buckets(b), device(model->parameters().front().device()) {
     if (!GraphedTrainStep::supported(device, options)) {
-      throw UserError("CUDA graphs need a CUDA device, a CUDA MAS backend and a single process "
-                      "(run.cuda_graphs: false otherwise)");
+      throw UserError("CUDA graphs need a CUDA device and a CUDA MAS backend (run.cuda_graphs: false otherwise)");
     }
+    if (options.distributed != nullptr && options.distributed->world_size() > 1) dist = options.distributed;
     if (buckets.text_multiple < 1 || buckets.mel_multiple < 1 || buckets.max_graphs < 1) {
       throw UserError("graph buckets: text and mel multiples and max_graphs must be >= 1");
     }
     buckets.mel_multiple = std::lcm(buckets.mel_multiple, model->options().n_sqz());
     const c10::cuda::CUDAGuard guard(device);
     torch::NoGradGuard no_grad;
+    int64_t numel = 0;
+    std::vector<torch::Tensor> trained;
     for (auto& p : model->parameters()) {
       if (!p.requires_grad()) continue;
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      TORCH_CHECK(p.scalar_type() == torch::kFloat32 && p.is_contiguous(),
+                  "CUDA graphs: parameters must be contiguous float32");
+      trained.push_back(p);
+      numel += p.numel();
+    }
+    flat = torch::zeros({numel + kShared}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    shared = flat.narrow(0, numel, kShared);
+    int64_t offset = 0;
+    for (auto& p : trained) {
+      p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
       grads.push_back(p.grad());
+      offset += p.numel();
     }
     optimizer.init_state();
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
@@ -103,12 +120,23 @@ struct GraphedTrainStep::Impl {
     error_item = torch::full({align::kMasFlagCount}, -1, i64);
     options.check_finite = true;
     options.mas.deferred_flags = flags;
+    // NCCL makes its communicator at a group's first collective, which no capture may hold.
+    if (dist != nullptr) dist->sum_on_stream(flat);
     pool = at::cuda::graph_pool_handle();
   }
 
   Shape shape_of(const data::Batch& b) const {
     return {b.text.size(0), round_up(b.text.size(1), buckets.text_multiple),
             round_up(b.mel.size(2), buckets.mel_multiple)};
+  }
+
+  // With several ranks, all replay the same shape (the largest of theirs): the ranks then
+  // step in lock-step, and each graph's all-reduce meets its twin on every other rank.
+  Shape agreed_shape(const data::Batch& h) const {
+    const auto [b, t, s] = shape_of(h);
+    if (dist == nullptr) return {b, t, s};
+    const std::vector<int64_t> m = dist->max_over_ranks({t, s});
+    return {b, m[0], m[1]};
   }
 
   void upload(Entry& e, const data::Batch& h) {
@@ -125,18 +153,24 @@ struct GraphedTrainStep::Impl {
 
   // What every replay does: train_step with the host's decisions on the device.
   void body(Entry& e) {
-    at::_foreach_zero_(grads);
+    flat.zero_();
     Losses l = forward_losses(model, e.in, options);
     const torch::Tensor loss = l.mle + l.dur;
     loss.backward();
     torch::NoGradGuard no_grad;
-    const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);
     const torch::Tensor bad = flags.gt(0);
-    const torch::Tensor found = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
+    const torch::Tensor skip_here = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
+    shared.copy_(torch::stack({skip_here.to(torch::kFloat32), l.mle.detach(), l.dur.detach()}));
+    if (dist != nullptr) {
+      dist->sum_on_stream(flat);
+      flat.div_(dist->world_size());
+    }
+    const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);
+    const torch::Tensor found = shared[0].gt(0);
     found_inf.copy_(found);
     optimizer.step_on_device(lr, found_inf);
-    loss_mle.copy_(l.mle);
-    loss_dur.copy_(l.dur);
+    loss_mle.copy_(shared[1]);
+    loss_dur.copy_(shared[2]);
     grad_norm.copy_(norm);
     const torch::Tensor count = found.to(torch::kInt64);
     skipped.add_(count);
@@ -168,11 +202,11 @@ struct GraphedTrainStep::Impl {
     auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
     const torch::Tensor rng = gen.get_state();
     {
-      at::_foreach_zero_(grads);
+      flat.zero_();
       Losses l = forward_losses(model, e.in, options);
       (l.mle + l.dur).backward();
     }
-    at::_foreach_zero_(grads);
+    flat.zero_();
     flags.zero_();
     gen.set_state(rng);
   }
@@ -181,7 +215,7 @@ struct GraphedTrainStep::Impl {
 
   // The entry for h's padded shape with h uploaded into its inputs; a new shape is recorded.
   Entry& prepare(const data::Batch& h) {
-    const Shape shape = shape_of(h);
+    const Shape shape = agreed_shape(h);
     auto it = entries.find(shape);
     if (it != entries.end()) {
       upload(it->second, h);

@@ -11,7 +11,16 @@
 //     then skips the update (moments and step counts stay), as torch's GradScaler does;
 //   - losses, the gradient norm and the counters (skipped updates, the longest run of them,
 //     the first step of each MAS error) stay on the device until status() reads them.
-// Nothing in a step waits for the GPU. Differences from the eager step, by design: a skipped
+// Nothing in a step waits for the GPU.
+//
+// Data parallelism (options.distributed with several ranks): the gradients are views of one
+// flat buffer, summed by one NCCL all-reduce captured inside the graph, after backward; the
+// skip decision and the losses ride along in the same buffer. Before each step the ranks agree
+// on the padded shape through the host control channel (no GPU wait), so that all of them
+// replay graphs of one shape, in lock-step. (The batch size may still differ for an epoch's
+// last, partial batch: the all-reduce has the same size in every graph, so they still meet.)
+//
+// Differences from the eager step, by design: a skipped
 // update is known only when status() is read, so the trainer counts it as a step; and the
 // batch is padded up to its bucket (masks keep the padding out of every loss term).
 //
@@ -72,7 +81,7 @@ class GraphedTrainStep {
   GraphStatus status();
   size_t graphs() const;
 
-  // Whether graphs can run this step: a CUDA device, a CUDA MAS backend, and one process.
+  // Whether graphs can run this step: a CUDA device and a CUDA MAS backend.
   static bool supported(const torch::Device& device, const StepOptions& options);
 
  private:

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
+#include "train/distributed/gradient_reducer.h"
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
 #include "train/lr_schedule.h"
@@ -115,6 +116,19 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     const auto& b = batches[0];
     model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, so.mas);
   }
+  const int ranks = o.distributed != nullptr ? o.distributed->world_size() : 1;
+  std::unique_ptr<GradientReducer> reducer;
+  if (ranks > 1) {  // as the trainer: one set of weights, gradients averaged
+    so.distributed = o.distributed;
+    std::vector<torch::Tensor> state;
+    for (const auto& p : model->parameters()) state.push_back(p.data());
+    for (const auto& b : model->buffers()) state.push_back(b);
+    o.distributed->broadcast(state);
+    if (mode == "eager") {
+      reducer = std::make_unique<GradientReducer>(*o.distributed, model->parameters());
+      so.reducer = reducer.get();
+    }
+  }
   std::unique_ptr<GraphedTrainStep> graphed;
   if (mode == "graph") graphed = std::make_unique<GraphedTrainStep>(model, optimizer, so);
   int64_t step = 0;
@@ -156,7 +170,8 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.step_ms_max = *std::max_element(step_ms.begin(), step_ms.end());
   row.step_ms_p90 = percentile(step_ms, 0.9);
   row.mas_ms = median(mas_ms);
-  row.samples_per_s = row.step_ms > 0 ? o.batch_size * 1000.0 / row.step_ms : 0;
+  row.ranks = ranks;
+  row.samples_per_s = row.step_ms > 0 ? ranks * o.batch_size * 1000.0 / row.step_ms : 0;
   if (o.device.is_cuda()) {
     const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
     row.peak_memory_mib =
@@ -168,14 +183,14 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
 
 std::string csv_header() {
   return "backend,precision,mode,B,step_ms,step_ms_min,step_ms_max,step_ms_p90,mas_ms,peak_mem_mib,samples_per_s,"
-         "nonfinite_steps,graphs";
+         "nonfinite_steps,graphs,ranks";
 }
 
 std::string csv_row(const StepBenchRow& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d", r.backend.c_str(),
+  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d", r.backend.c_str(),
                 r.precision.c_str(), r.mode.c_str(), r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max,
-                r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs);
+                r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs, r.ranks);
   return buf;
 }
 

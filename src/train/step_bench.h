@@ -14,6 +14,12 @@
 // shape records it, inside the warm-up). With `profile_path` set, a few more steps after the
 // timed ones run under LibTorch's Kineto profiler and its Chrome trace is written there, each
 // step inside a "monoflow_step" range (scripts/profile_summary.py reads it).
+//
+// Data parallelism (docs/design.md, "Two GPUs"): with `distributed` of several ranks every
+// process runs the same benchmark on its own batches (the caller makes them from seed + rank),
+// rank 0's weights are broadcast after DDI, and the gradients are averaged as the trainer does
+// (inside the graph; during backward when eager). Each step is timed on each rank, so a
+// step's time includes waiting for the slower rank; samples/s counts every rank's batch.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,6 +30,7 @@
 #include "align/mas.h"
 #include "data/batch.h"
 #include "train/config/config.h"
+#include "train/distributed/distributed.h"
 
 namespace monoflow::train {
 
@@ -39,6 +46,7 @@ struct StepBenchOptions {
   uint64_t seed = 1234;
   std::string profile_path;    // empty: no profile
   int profiled_steps = 3;
+  Distributed* distributed = nullptr;  // null or one rank: a single process
 };
 
 struct StepBenchRow {
@@ -52,6 +60,7 @@ struct StepBenchRow {
   double samples_per_s = 0;        // batch_size / median step
   int nonfinite_steps = 0;         // timed steps whose loss was not finite (should be 0)
   int graphs = 0;                  // CUDA graphs recorded (graph mode)
+  int ranks = 1;                   // processes stepping together (data parallelism)
 };
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);

@@ -100,7 +100,7 @@ class Trainer {
     if (!o_.quiet && main_) progress_.message(text);
   }
   void broadcast_model();
-  bool any_rank(bool flag) { return dist_->average(flag ? 1.0 : 0.0) > 0; }
+  bool any_rank(bool flag) { return dist_->any_rank(flag); }  // host only: no GPU wait
   int signal_of_any_rank();
   void save_rank_debug_copy();
   CheckpointState checkpoint_state() const;
@@ -386,12 +386,13 @@ void Trainer::save(const std::string& why) {
 void Trainer::start_graphs() {
   if (!c_.run.cuda_graphs || !device_.is_cuda()) return;
   if (!GraphedTrainStep::supported(device_, step_options_)) {
-    say(std::string("note: CUDA graphs are not used ") +
-        (dist_->world_size() > 1 ? "with several processes yet" : "with the cpu MAS backend") +
-        "; the steps run eagerly");
+    say("note: CUDA graphs are not used with the cpu MAS backend; the steps run eagerly");
     return;
   }
   const GraphBuckets buckets;
+  // The graphs average the gradients themselves (one all-reduce inside each): no hooks.
+  step_options_.reducer = nullptr;
+  reducer_.reset();
   graphed_ = std::make_unique<GraphedTrainStep>(model_, *optimizer_, step_options_, buckets, skipped_);
   say("CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets.text_multiple) +
       " tokens, mel to " + std::to_string(buckets.mel_multiple) + " frames) is recorded once, then replayed");
@@ -611,22 +612,16 @@ RunSummary Trainer::run() {
     const data::Batch& batch = graphed_ ? graphed_->inputs() : device_batch;  // on the device
 
     const bool log_due = step_ % log_interval == 0 || step_ == 1;
-    if (c_.run.compare_align || log_due) {
-      // MAS on this step's log-likelihood again, timed: every backend with --compare-align
-      // (checked against the step's own path), the configured one otherwise.
+    if (c_.run.compare_align) {
+      // --compare-align: MAS on this step's log-likelihood again with every backend, checked
+      // against the step's own path and timed. (Only then: a second MAS costs a host wait.)
       const torch::Tensor logp =
           models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
-      std::vector<BackendTiming> timings;
-      if (c_.run.compare_align) {
-        const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
-                                  ", batch " + std::to_string(position.batch) + ")";
-        timings = compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_, all_backends,
-                                   step_options_.mas.neg_inf, label, batch.ids);
-      } else {
-        timings.push_back({backend_, timed_durations(logp, batch.text_lengths, r.out.y_lengths, backend_,
-                                                     step_options_.mas.neg_inf, /*keep_input=*/false)
-                                         .second});
-      }
+      const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
+                                ", batch " + std::to_string(position.batch) + ")";
+      const std::vector<BackendTiming> timings =
+          compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_, all_backends,
+                           step_options_.mas.neg_inf, label, batch.ids);
       for (const auto& t : timings) {
         mas_ms_[t.backend].first += t.ms;
         mas_ms_[t.backend].second += 1;

@@ -111,6 +111,36 @@ TEST(BucketBatchSampler, ShardsAreDisjointAndEqual) {
   EXPECT_THROW(BucketBatchSampler(lengths, bad), monoflow::UserError);
 }
 
+// The ranks' batches of one step come from neighbouring length ranges, so that they pad to
+// the same shape: the longest item of rank 0's and rank 1's batch differ by little, where
+// batches dealt out at random differ by hundreds of frames.
+TEST(BucketBatchSampler, RanksOfOneStepHaveAlikeLengths) {
+  auto lengths = random_lengths(4000, 5);
+  auto longest = [&](const std::vector<int64_t>& b) {
+    int64_t mx = 0;
+    for (int64_t i : b) mx = std::max(mx, lengths[i]);
+    return mx;
+  };
+  std::vector<std::vector<std::vector<int64_t>>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    auto o = opts(32);
+    o.bucket_batches = 32;
+    o.rank = r;
+    o.world_size = 2;
+    ranks.push_back(BucketBatchSampler(lengths, o).epoch(1));
+  }
+  ASSERT_EQ(ranks[0].size(), ranks[1].size());
+  std::vector<int64_t> gaps;
+  for (size_t k = 0; k < ranks[0].size(); ++k) gaps.push_back(std::abs(longest(ranks[0][k]) - longest(ranks[1][k])));
+  std::sort(gaps.begin(), gaps.end());
+  EXPECT_LT(gaps[gaps.size() / 2], 40) << "median gap between the ranks' longest items";
+  // Still a shuffled order: consecutive steps are not sorted by length.
+  int rising = 0;
+  for (size_t k = 1; k < ranks[0].size(); ++k) rising += longest(ranks[0][k]) > longest(ranks[0][k - 1]);
+  EXPECT_GT(rising, 10);
+  EXPECT_LT(rising, static_cast<int>(ranks[0].size()) - 10);
+}
+
 TEST(BucketBatchSampler, WithoutShuffleSortedByLength) {
   auto lengths = random_lengths(100, 5);
   auto o = opts(8);

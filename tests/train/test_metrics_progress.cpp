@@ -54,6 +54,11 @@ TEST(Progress, LineHasEveryField) {
   const std::string bar = format_progress(p, true);
   EXPECT_EQ(bar.substr(0, 23), "[#####...............] ");
   EXPECT_NE(bar.find("skipped 2"), std::string::npos);
+  // Without --compare-align MAS is not timed, and the line says nothing about it.
+  p.mas_ms = 0;
+  p.skipped = 0;
+  EXPECT_EQ(format_progress(p, false),
+            "step 250/1000 | epoch 3 | mle 1.2346 dur 0.5000 | lr 2.500e-04 | 5.00 steps/s | ETA 2m30s");
 }
 
 TEST(Progress, EtaRespectsTheTimeLimit) {

@@ -1,6 +1,7 @@
 #include "train/distributed/distributed.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef MONOFLOW_HAS_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -56,8 +57,21 @@ bool distributed_backend_available(const std::string& backend) {
 
 struct Distributed::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::Backend> backend;
+  c10::intrusive_ptr<c10d::Backend> backend;  // gradients, broadcasts (NCCL on GPUs)
+  c10::intrusive_ptr<c10d::Backend> control;  // host scalars on CPU tensors (Gloo)
+  bool control_on_device = false;              // no Gloo in this build: control is the NCCL group
 };
+
+#ifdef MONOFLOW_HAS_GLOO
+namespace {
+c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store,
+                                            const DistributedOptions& o) {
+  auto gloo = c10d::ProcessGroupGloo::Options::create();
+  gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(o.master_addr));
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.world_size, gloo);
+}
+}  // namespace
+#endif
 
 Distributed::Distributed(const DistributedOptions& options, torch::Device device)
     : options_(options), device_(device) {
@@ -73,12 +87,7 @@ Distributed::Distributed(const DistributedOptions& options, torch::Device device
   store_options.numWorkers = options_.world_size;
   group->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
 #ifdef MONOFLOW_HAS_GLOO
-  if (backend_ == "gloo") {
-    auto gloo = c10d::ProcessGroupGloo::Options::create();
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options_.master_addr));
-    group->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, options_.rank,
-                                                                  options_.world_size, gloo);
-  }
+  if (backend_ == "gloo") group->backend = make_gloo(group->store, options_);
 #endif
 #ifdef MONOFLOW_HAS_NCCL
   if (backend_ == "nccl") {
@@ -86,6 +95,15 @@ Distributed::Distributed(const DistributedOptions& options, torch::Device device
     c10::cuda::set_device(device.index());  // NCCL binds its communicator to the current device
     group->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, options_.rank,
                                                                   options_.world_size);
+  }
+#endif
+  group->control = group->backend;
+  group->control_on_device = backend_ != "gloo";
+#ifdef MONOFLOW_HAS_GLOO
+  // Its own key space in the store, beside the data group's.
+  if (backend_ != "gloo") {
+    group->control = make_gloo(c10::make_intrusive<c10d::PrefixStore>("control", group->store), options_);
+    group->control_on_device = false;
   }
 #endif
   group_ = std::move(group);
@@ -133,11 +151,47 @@ std::function<void()> Distributed::start_sum(torch::Tensor flat) {
   return [work] { work->wait(); };
 }
 
+void Distributed::sum_on_stream(torch::Tensor flat) {
+  if (!group_) return;
+  std::vector<at::Tensor> buffer{std::move(flat)};
+  c10d::AllreduceOptions sum;
+  sum.reduceOp = c10d::ReduceOp::SUM;
+  sum.asyncOp = false;  // on the current stream: no side stream for a graph to join
+  group_->backend->allreduce(buffer, sum)->wait();
+}
+
+namespace {
+// One collective of the control group on a host tensor. A control group on NCCL (a build
+// without Gloo) gets the tensor on `device` and back.
+torch::Tensor reduce_on_host(c10d::Backend& control, torch::Tensor values, c10d::ReduceOp op,
+                             const torch::Device& device, bool on_device) {
+  std::vector<at::Tensor> one{on_device ? values.to(device) : values};
+  c10d::AllreduceOptions o;
+  o.reduceOp = op;
+  control.allreduce(one, o)->wait();
+  return one[0].to(torch::kCPU);
+}
+}  // namespace
+
 double Distributed::average(double value) {
   if (!group_) return value;
-  std::vector<at::Tensor> one{torch::tensor({value}, torch::dtype(torch::kFloat64).device(device_))};
-  group_->backend->allreduce(one)->wait();
-  return one[0].item<double>() / options_.world_size;
+  const torch::Tensor sum = reduce_on_host(*group_->control, torch::tensor({value}, torch::kFloat64),
+                                           c10d::ReduceOp::SUM, device_, group_->control_on_device);
+  return sum.item<double>() / options_.world_size;
+}
+
+bool Distributed::any_rank(bool flag) {
+  if (!group_) return flag;
+  return max_over_ranks({flag ? 1 : 0}).front() > 0;
+}
+
+std::vector<int64_t> Distributed::max_over_ranks(std::vector<int64_t> values) {
+  if (!group_ || values.empty()) return values;
+  const torch::Tensor host = torch::tensor(values, torch::kInt64);
+  const torch::Tensor got =
+      reduce_on_host(*group_->control, host, c10d::ReduceOp::MAX, device_, group_->control_on_device);
+  const int64_t* v = got.data_ptr<int64_t>();
+  return std::vector<int64_t>(v, v + got.numel());
 }
 
 void Distributed::barrier() {

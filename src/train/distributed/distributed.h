@@ -2,6 +2,11 @@
 // One process per device; ranks meet through a TCPStore at MASTER_ADDR:MASTER_PORT. The
 // environment variables are torchrun's (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 // MASTER_PORT), so scripts/launch.sh and torchrun --no-python both start it.
+//
+// Two channels: gradients travel through the data group (NCCL on GPUs), while the host's
+// per-step decisions (stop now? which padded shape?) travel through a Gloo control group on
+// CPU tensors, so that agreeing on them never waits for the GPU's queue to drain. On CPU
+// the two are one Gloo group.
 #pragma once
 
 #include <torch/torch.h>
@@ -49,8 +54,13 @@ class Distributed {
   // Starts summing `flat` over ranks, in place; the returned function waits for the result
   // (for GradientReducer, which overlaps the sums with backward).
   std::function<void()> start_sum(torch::Tensor flat);
-  // Mean of a scalar over ranks (for logging losses).
-  double average(double value);
+  // Sums `flat` over ranks in place on the current stream, ready when the stream reaches it:
+  // the form a CUDA graph can capture (the NCCL kernel joins the graph).
+  void sum_on_stream(torch::Tensor flat);
+  // Host scalars through the control group (no GPU involved).
+  double average(double value);             // mean over ranks (for logging losses)
+  bool any_rank(bool flag);                 // whether some rank's flag is set
+  std::vector<int64_t> max_over_ranks(std::vector<int64_t> values);  // elementwise, over ranks
   void barrier();
 
  private:

@@ -43,10 +43,14 @@ std::string format_progress(const ProgressInfo& p, bool with_bar) {
   // A time limit that comes first ends the run first.
   if (p.seconds_left >= 0 && (std::isnan(remaining) || p.seconds_left < remaining)) remaining = p.seconds_left;
   std::snprintf(buf, sizeof buf,
-                " | epoch %lld | mle %.4f dur %.4f | lr %.3e | %.2f steps/s | MAS %.1f ms | ETA %s",
-                static_cast<long long>(p.epoch), p.loss_mle, p.loss_dur, p.lr, p.steps_per_s,
-                p.mas_ms, format_eta(remaining).c_str());
+                " | epoch %lld | mle %.4f dur %.4f | lr %.3e | %.2f steps/s", static_cast<long long>(p.epoch),
+                p.loss_mle, p.loss_dur, p.lr, p.steps_per_s);
   out += buf;
+  if (p.mas_ms > 0) {  // measured under --compare-align only
+    std::snprintf(buf, sizeof buf, " | MAS %.1f ms", p.mas_ms);
+    out += buf;
+  }
+  out += " | ETA " + format_eta(remaining);
   if (p.skipped > 0) out += " | skipped " + std::to_string(p.skipped);
   return out;
 }

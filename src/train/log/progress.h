@@ -15,7 +15,7 @@ struct ProgressInfo {
   double loss_mle = 0, loss_dur = 0;
   double lr = 0;
   double steps_per_s = 0;
-  double mas_ms = 0;
+  double mas_ms = 0;  // 0: not measured (only --compare-align times MAS), not shown
   int64_t skipped = 0;  // non-finite steps so far
   double seconds_left = -1;  // >= 0: the run's time limit (--max-minutes) ends it this soon
 };
