@@ -14,6 +14,7 @@
 //   monoflow::UserError / FileError  "<tool>: error: <what>"           exit 1
 //   c10::Error                       "<tool>: internal error: <what>"  exit 3 (no backtrace)
 //   any other std::exception         "<tool>: error: <what>"           exit 3
+// A fatal signal (a crash) prints a backtrace first (common/crash_report.h).
 // Only executables include this header (it brings CLI11 and c10's exception type).
 #pragma once
 
@@ -25,6 +26,7 @@
 #include <string>
 #include <utility>
 
+#include "common/crash_report.h"
 #include "common/error.h"
 
 namespace monoflow {
@@ -85,6 +87,7 @@ int run_cli_body(const CliStyle& style, Body&& body) {
 // code), then runs `body` under run_cli_body.
 template <class Body>
 int cli_main(CLI::App& app, int argc, char** argv, const CliStyle& style, Body&& body) {
+  install_crash_report(style.tool().c_str());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../distributed/gloo_ranks.h"
+#include "common/crash_report.h"
 #include "models/glow_tts.h"
 #include "small_model.h"
 #include "train/distributed/distributed.h"
@@ -91,6 +92,7 @@ class GraphedStepNccl : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!have_two_gpus()) GTEST_SKIP() << "needs two GPUs and NCCL";
+    install_crash_report("test_train");  // a crash inside NCCL or a capture says where
     set_allow_tf32(false);
     torch::manual_seed(7);
     reference = models::GlowTTS(testing::small_model_options());

@@ -152,12 +152,10 @@ std::function<void()> Distributed::start_sum(torch::Tensor flat) {
 }
 
 void Distributed::sum_on_stream(torch::Tensor flat) {
-  if (!group_) return;
-  std::vector<at::Tensor> buffer{std::move(flat)};
-  c10d::AllreduceOptions sum;
-  sum.reduceOp = c10d::ReduceOp::SUM;
-  sum.asyncOp = false;  // on the current stream: no side stream for a graph to join
-  group_->backend->allreduce(buffer, sum)->wait();
+  // The all-reduce runs on the group's stream, which waits for the current one; wait() makes
+  // the current stream wait for it in turn. Under capture both waits are graph edges (the
+  // pattern PyTorch's DDP uses inside CUDA graphs).
+  start_sum(std::move(flat))();
 }
 
 namespace {
