@@ -104,6 +104,7 @@ class Trainer {
   int signal_of_any_rank();
   void save_rank_debug_copy();
   CheckpointState checkpoint_state() const;
+  bool graphs_wanted() const;  // run.cuda_graphs, and graphs can run here
   void start_graphs();
   void poll_graphs();
   void stop_if_nonfinite_run(int64_t in_row) const;
@@ -281,6 +282,7 @@ CheckpointState Trainer::checkpoint_state() const {
 void Trainer::save_rank_debug_copy() {
   const char* flag = std::getenv("MONOFLOW_DEBUG_RANK_CHECKPOINTS");
   if (main_ || flag == nullptr || std::string(flag) != "1") return;
+  optimizer_->sync_steps_from_device();  // graphed steps count Adam's steps on the device
   save_checkpoint((dir_ / ("rank" + std::to_string(dist_->rank()) + "_final.pt")).string(), *model_, *optimizer_,
                   checkpoint_state());
 }
@@ -382,10 +384,14 @@ void Trainer::save(const std::string& why) {
   say("checkpoint (" + why + "): " + path);
 }
 
-// With run.cuda_graphs on a GPU (one process), steps replay as CUDA graphs from here on.
+// With run.cuda_graphs on a GPU (and a CUDA MAS backend), steps replay as CUDA graphs from here on.
+bool Trainer::graphs_wanted() const {
+  return c_.run.cuda_graphs && device_.is_cuda() && GraphedTrainStep::supported(device_, step_options_);
+}
+
 void Trainer::start_graphs() {
   if (!c_.run.cuda_graphs || !device_.is_cuda()) return;
-  if (!GraphedTrainStep::supported(device_, step_options_)) {
+  if (!graphs_wanted()) {
     say("note: CUDA graphs are not used with the cpu MAS backend; the steps run eagerly");
     return;
   }
@@ -527,8 +533,10 @@ RunSummary Trainer::run() {
       std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
       std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string() +
       (dist_->world_size() > 1 ? "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() +
-                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each, gradients averaged in " +
-                                     std::to_string(reducer_->buckets()) + " buckets during backward"
+                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each, gradients averaged " +
+                                     (graphs_wanted() ? std::string("inside each step's CUDA graph")
+                                                      : "in " + std::to_string(reducer_->buckets()) +
+                                                            " buckets during backward")
                                : std::string()));
 
   install_stop_handlers();

@@ -100,7 +100,7 @@ struct RunSection {
   double mas_neg_inf = -1e32;            // the neg-infinity stand-in of MAS
   bool tensorboard = true;
   int image_interval = 0;                // steps between alignment images (0: at validation)
-  bool cuda_graphs = true;               // GPU, one process: replay the step as CUDA graphs
+  bool cuda_graphs = true;               // GPU (one process or data-parallel): replay the step as CUDA graphs
 };
 
 struct Config {
