@@ -32,7 +32,16 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
     const int64_t b = x.size(0), c_in = x.size(1), t = x.size(3), c_out = weight.size(0);
     const auto rows = x.permute({0, 2, 3, 1}).reshape({b * t, c_in});
     const auto w = weight.view({c_out, c_in}).t();
-    const auto y = bias.defined() ? torch::addmm(bias, rows, w) : torch::mm(rows, w);
+    torch::Tensor y;
+    if (!bias.defined()) {
+      y = torch::mm(rows, w);
+    } else {
+#ifdef MONOFLOW_HAS_CUDA
+      y = x.is_cuda() ? cuda::rows_affine(rows, w, bias) : torch::addmm(bias, rows, w);
+#else
+      y = torch::addmm(bias, rows, w);
+#endif
+    }
     return y.view({b, 1, t, c_out}).permute({0, 3, 1, 2});
   }
   if (x.dim() == 4) {

@@ -1,5 +1,6 @@
 #include "models/wn_fused_cuda.h"
 
+#include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -196,7 +197,45 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
   }
 };
 
+// rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out]: addmm forward (the bias in cuBLAS's
+// epilogue), and a backward whose bias gradient is one matrix-vector product; addmm's own
+// backward sums the gradient's columns with the generic reduction, ~30 us a call at the
+// decoder's shapes. Under autocast the three inputs are cast as autocast would cast them,
+// and each gradient goes back in its input's dtype.
+class RowsAffine : public torch::autograd::Function<RowsAffine> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& rows, const torch::Tensor& weight_t,
+                               const torch::Tensor& bias) {
+    const bool cast = at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto dtype = cast ? at::autocast::get_autocast_dtype(at::kCUDA) : rows.scalar_type();
+    const auto r = rows.to(dtype), w = weight_t.to(dtype);
+    ctx->save_for_backward({r, w});
+    ctx->saved_data["rows_dtype"] = static_cast<int64_t>(rows.scalar_type());
+    ctx->saved_data["weight_dtype"] = static_cast<int64_t>(weight_t.scalar_type());
+    ctx->saved_data["bias_dtype"] = static_cast<int64_t>(bias.scalar_type());
+    return torch::addmm(bias.to(dtype), r, w);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& r = saved[0];
+    const torch::Tensor& w = saved[1];
+    const auto dtype_of = [&](const char* key) { return static_cast<torch::ScalarType>(ctx->saved_data[key].toInt()); };
+    const torch::Tensor g = grads[0].to(r.scalar_type());
+    torch::Tensor grad_rows, grad_weight;
+    if (ctx->needs_input_grad(0)) grad_rows = g.mm(w.t()).to(dtype_of("rows_dtype"));
+    if (ctx->needs_input_grad(1)) grad_weight = r.t().mm(g).to(dtype_of("weight_dtype"));
+    const torch::Tensor ones = torch::ones({g.size(0)}, g.options());
+    const torch::Tensor grad_bias = torch::mv(g.t(), ones).to(dtype_of("bias_dtype"));
+    return {grad_rows, grad_weight, grad_bias};
+  }
+};
+
 }  // namespace
+
+torch::Tensor rows_affine(const torch::Tensor& rows, const torch::Tensor& weight_t, const torch::Tensor& bias) {
+  return RowsAffine::apply(rows, weight_t, bias);
+}
 
 bool fused_gate_applies(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p) {
   if (!x_in.is_cuda() || x_in.dim() != 3 || x_in.size(1) % 2 != 0 || !kernel_dtype(x_in.scalar_type())) return false;

@@ -21,4 +21,8 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, co
                                                       const torch::Tensor& res_skip, const torch::Tensor& bias,
                                                       const torch::Tensor& x_mask);
 
+// rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out] (a 1x1 convolution of time rows),
+// CUDA; the bias's gradient as one matrix-vector product.
+torch::Tensor rows_affine(const torch::Tensor& rows, const torch::Tensor& weight_t, const torch::Tensor& bias);
+
 }  // namespace monoflow::models::cuda

@@ -107,6 +107,15 @@ class Trainer {
   bool graphs_wanted() const;  // run.cuda_graphs, and graphs can run here
   void start_graphs();
   void poll_graphs();
+  // The parts of run(), in order.
+  std::string start_line() const;
+  std::optional<data::Batch> initialise_actnorms();
+  bool stop_now(RunSummary& summary);
+  StepResult take_step(const data::Batch& host, const data::LoaderPosition& position, data::Batch& device_batch);
+  void note_skipped(const data::LoaderPosition& position);
+  void compare_align(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position);
+  void after_step(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position);
+  void finish(RunSummary& summary);
   void stop_if_nonfinite_run(int64_t in_row) const;
 
   const Config& c_;
@@ -523,136 +532,120 @@ void Trainer::validate_now() {
   dist_->barrier();
 }
 
-RunSummary Trainer::run() {
-  resume_path_ = find_resume_checkpoint();
-  setup();
-  restore_or_initialise();
-  say("training on " + device_.str() + " with MAS backend " + align::backend_name(backend_) +
-      (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") + "; " +
-      std::to_string(datasets_.train->size()) + " training utterances, " +
-      std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
-      std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string() +
-      (dist_->world_size() > 1 ? "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() +
-                                     "), batch_size " + std::to_string(c_.train.batch_size) + " each, gradients averaged " +
-                                     (graphs_wanted() ? std::string("inside each step's CUDA graph")
-                                                      : "in " + std::to_string(reducer_->buckets()) +
-                                                            " buckets during backward")
-                               : std::string()));
+// What the run is about to do, in one line.
+std::string Trainer::start_line() const {
+  std::string line = "training on " + device_.str() + " with MAS backend " + align::backend_name(backend_) +
+                     (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") +
+                     "; " + std::to_string(datasets_.train->size()) + " training utterances, " +
+                     std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
+                     std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string();
+  if (dist_->world_size() == 1) return line;
+  return line + "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() + "), batch_size " +
+         std::to_string(c_.train.batch_size) + " each, gradients averaged " +
+         (graphs_wanted() ? std::string("inside each step's CUDA graph")
+                          : "in " + std::to_string(reducer_->buckets()) + " buckets during backward");
+}
 
-  install_stop_handlers();
-  RunSummary summary;
-  const auto start = Clock::now();
-  last_log_time_ = start;
-  run_start_ = start;
-  last_log_step_ = step_;
-  const int log_interval = std::max(1, c_.train.log_interval);
-  const std::vector<align::Backend> all_backends = available_backends(device_);
-  std::optional<data::Batch> pending;
-
-  if (ddi_pending_) {
-    // Data-dependent initialisation of every ActNorm from the first batch, without an update
-    // (the official init.py); the same batch then trains the first step.
-    pending = loader_->next();
-    if (pending) {
-      torch::NoGradGuard no_grad;
-      const data::Batch b = to_device(*pending, device_);
-      model_->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, step_options_.mas);
-      say("data-dependent initialisation (DDI) done on the first batch");
-    }
-    // Each rank initialised its ActNorms from its own batch: all take rank 0's.
-    broadcast_model();
-    ddi_pending_ = false;
+// Data-dependent initialisation of every ActNorm from the first batch, without an update (the
+// official init.py); returns that batch, which then trains the first step.
+std::optional<data::Batch> Trainer::initialise_actnorms() {
+  if (!ddi_pending_) return std::nullopt;
+  std::optional<data::Batch> first = loader_->next();
+  if (first) {
+    torch::NoGradGuard no_grad;
+    const data::Batch b = to_device(*first, device_);
+    model_->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, step_options_.mas);
+    say("data-dependent initialisation (DDI) done on the first batch");
   }
-  start_graphs();
+  // Each rank initialised its ActNorms from its own batch: all take rank 0's.
+  broadcast_model();
+  ddi_pending_ = false;
+  return first;
+}
 
-  while (true) {
-    if (c_.train.max_steps > 0 && step_ >= c_.train.max_steps) {
-      summary.stop_reason = "max_steps";
-      break;
-    }
-    // With several ranks, a stop that any rank sees stops them all at this same step.
-    if (any_rank(stop_requested())) {
-      summary.stop_reason = "signal";
-      summary.interrupted = true;
-      summary.signal = signal_of_any_rank();
-      break;
-    }
-    if (o_.max_minutes > 0 && any_rank(seconds_since(start) > o_.max_minutes * 60)) {
-      summary.stop_reason = "time limit";
-      break;
-    }
-    const data::LoaderPosition position = loader_->position();
-    if (position.epoch >= c_.train.epochs) {
-      summary.stop_reason = "epochs";
-      break;
-    }
-    std::optional<data::Batch> host = pending ? std::move(pending) : loader_->next();
-    pending.reset();
-    if (!host) continue;  // end of an epoch
-    data::Batch device_batch;
-    StepResult r;
-    try {
-      if (graphed_) {
-        r = graphed_->step(*host, schedule_->lr(step_ + 1), step_ + 1);
-      } else {
-        device_batch = to_device(*host, device_);
-        r = train_step(model_, *optimizer_, device_batch, schedule_->lr(step_ + 1), step_options_);
-      }
-    } catch (const UserError& e) {
-      std::string ids;
-      for (size_t i = 0; i < host->ids.size() && i < 8; ++i) ids += (i ? ", " : "") + host->ids[i];
-      if (host->ids.size() > 8) ids += ", ...";
-      throw UserError("step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(position.epoch + 1) +
-                      ", batch " + std::to_string(position.batch) + "; utterances " + ids + "): " + e.what());
-    }
-    if (!r.finite) {
-      ++skipped_;
-      ++nonfinite_in_row_;
-      say("warning: non-finite loss at step " + std::to_string(step_ + 1) + " (epoch " +
-          std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) +
-          "): update skipped (" + std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) +
-          " in total)");
-      stop_if_nonfinite_run(nonfinite_in_row_);
-      continue;
-    }
-    nonfinite_in_row_ = 0;
-    ++step_;
-    const data::Batch& batch = graphed_ ? graphed_->inputs() : device_batch;  // on the device
-
-    const bool log_due = step_ % log_interval == 0 || step_ == 1;
-    if (c_.run.compare_align) {
-      // --compare-align: MAS on this step's log-likelihood again with every backend, checked
-      // against the step's own path and timed. (Only then: a second MAS costs a host wait.)
-      const torch::Tensor logp =
-          models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
-      const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
-                                ", batch " + std::to_string(position.batch) + ")";
-      const std::vector<BackendTiming> timings =
-          compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_, all_backends,
-                           step_options_.mas.neg_inf, label, batch.ids);
-      for (const auto& t : timings) {
-        mas_ms_[t.backend].first += t.ms;
-        mas_ms_[t.backend].second += 1;
-      }
-    }
-    if (log_due) {
-      poll_graphs();
-      const double mle = dist_->average(r.loss_mle.item<double>());
-      const double dur = dist_->average(r.loss_dur.item<double>());
-      if (main_) log_step(mle, dur, r);
-    }
-
-    const bool val_due = c_.train.val_interval > 0 && step_ % c_.train.val_interval == 0;
-    const bool image_due = c_.run.image_interval > 0 ? step_ % c_.run.image_interval == 0 : val_due;
-    if (image_due && main_) {
-      const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
-      log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
-                render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignHeight), step_);
-    }
-    if (val_due) validate_now();
-    if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) save("every " +
-        std::to_string(c_.train.checkpoint_interval) + " steps");
+// Whether the run ends before the next step, and why (in `summary`). With several ranks, a
+// stop that any rank sees stops them all at this same step.
+bool Trainer::stop_now(RunSummary& summary) {
+  if (c_.train.max_steps > 0 && step_ >= c_.train.max_steps) {
+    summary.stop_reason = "max_steps";
+  } else if (any_rank(stop_requested())) {
+    summary.stop_reason = "signal";
+    summary.interrupted = true;
+    summary.signal = signal_of_any_rank();
+  } else if (o_.max_minutes > 0 && any_rank(seconds_since(run_start_) > o_.max_minutes * 60)) {
+    summary.stop_reason = "time limit";
+  } else if (loader_->position().epoch >= c_.train.epochs) {
+    summary.stop_reason = "epochs";
   }
+  return !summary.stop_reason.empty();
+}
+
+// One update from a host batch, eager or graphed; a user error names the step and its utterances.
+// `device_batch` receives the eager step's device copy.
+StepResult Trainer::take_step(const data::Batch& host, const data::LoaderPosition& position,
+                              data::Batch& device_batch) {
+  try {
+    if (graphed_) return graphed_->step(host, schedule_->lr(step_ + 1), step_ + 1);
+    device_batch = to_device(host, device_);
+    return train_step(model_, *optimizer_, device_batch, schedule_->lr(step_ + 1), step_options_);
+  } catch (const UserError& e) {
+    std::string ids;
+    for (size_t i = 0; i < host.ids.size() && i < 8; ++i) ids += (i ? ", " : "") + host.ids[i];
+    if (host.ids.size() > 8) ids += ", ...";
+    throw UserError("step " + std::to_string(step_ + 1) + " (epoch " + std::to_string(position.epoch + 1) +
+                    ", batch " + std::to_string(position.batch) + "; utterances " + ids + "): " + e.what());
+  }
+}
+
+// An eager step whose loss was not finite: counted, said, and the run ends after too many in a row.
+void Trainer::note_skipped(const data::LoaderPosition& position) {
+  ++skipped_;
+  ++nonfinite_in_row_;
+  say("warning: non-finite loss at step " + std::to_string(step_ + 1) + " (epoch " +
+      std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) + "): update skipped (" +
+      std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) + " in total)");
+  stop_if_nonfinite_run(nonfinite_in_row_);
+}
+
+// --compare-align: MAS on this step's log-likelihood again with every backend, checked against
+// the step's own path and timed. (Only then: a second MAS costs a host wait.)
+void Trainer::compare_align(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position) {
+  const torch::Tensor logp =
+      models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+  const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
+                            ", batch " + std::to_string(position.batch) + ")";
+  for (const auto& t : compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_,
+                                        available_backends(device_), step_options_.mas.neg_inf, label, batch.ids)) {
+    mas_ms_[t.backend].first += t.ms;
+    mas_ms_[t.backend].second += 1;
+  }
+}
+
+// What a finished step owes at its intervals: the log line, the alignment image, validation,
+// a checkpoint. `batch` is the step's device batch.
+void Trainer::after_step(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position) {
+  if (c_.run.compare_align) compare_align(r, batch, position);
+  if (step_ % std::max(1, c_.train.log_interval) == 0 || step_ == 1) {
+    poll_graphs();
+    const double mle = dist_->average(r.loss_mle.item<double>());
+    const double dur = dist_->average(r.loss_dur.item<double>());
+    if (main_) log_step(mle, dur, r);
+  }
+  const bool val_due = c_.train.val_interval > 0 && step_ % c_.train.val_interval == 0;
+  const bool image_due = c_.run.image_interval > 0 ? step_ % c_.run.image_interval == 0 : val_due;
+  if (image_due && main_) {
+    const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
+    log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
+              render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignHeight), step_);
+  }
+  if (val_due) validate_now();
+  if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) {
+    save("every " + std::to_string(c_.train.checkpoint_interval) + " steps");
+  }
+}
+
+// The end of a run: the last validation and checkpoint, the ranks' rendezvous, the summary.
+void Trainer::finish(RunSummary& summary) {
   // A run that ends normally also leaves the validation pictures and audio of its last step.
   if (!summary.interrupted && step_ > 0 && c_.train.val_interval > 0 && last_validation_step_ != step_) {
     validate_now();
@@ -669,6 +662,36 @@ RunSummary Trainer::run() {
   summary.epoch = loader_->position().epoch;
   summary.skipped = skipped_;
   summary.checkpoint = last_checkpoint_;
+}
+
+RunSummary Trainer::run() {
+  resume_path_ = find_resume_checkpoint();
+  setup();
+  restore_or_initialise();
+  say(start_line());
+  install_stop_handlers();
+  RunSummary summary;
+  run_start_ = last_log_time_ = Clock::now();
+  last_log_step_ = step_;
+  std::optional<data::Batch> pending = initialise_actnorms();
+  start_graphs();
+
+  while (!stop_now(summary)) {
+    const data::LoaderPosition position = loader_->position();
+    std::optional<data::Batch> host = pending ? std::move(pending) : loader_->next();
+    pending.reset();
+    if (!host) continue;  // end of an epoch
+    data::Batch device_batch;
+    const StepResult r = take_step(*host, position, device_batch);
+    if (!r.finite) {
+      note_skipped(position);
+      continue;
+    }
+    nonfinite_in_row_ = 0;
+    ++step_;
+    after_step(r, graphed_ ? graphed_->inputs() : device_batch, position);
+  }
+  finish(summary);
   return summary;
 }
 

@@ -2,6 +2,7 @@
 // references, forward and backward, in both layouts and every kernel dtype (GPU tests skip
 // without a device); the layout helpers and the CPU dispatch on any machine.
 #include <gtest/gtest.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -225,6 +226,32 @@ TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   EXPECT_TRUE(y1.is_contiguous(torch::MemoryFormat::ChannelsLast));
   EXPECT_LE(max_abs_diff(y1.squeeze(2), torch::conv1d(x, w1, bias)), 1e-4);
   EXPECT_LE(max_abs_diff(conv_over_time(rows, w1, {}).squeeze(2), torch::conv1d(x, w1)), 1e-4);
+  {  // ... whose gradients (the bias's as a matrix-vector product) are conv1d's, in float32 and
+     // under bf16 autocast (each gradient in its input's dtype).
+    for (const bool bf16 : {false, true}) {
+      auto xa = x.clone().requires_grad_(true), wa = w1.clone().requires_grad_(true),
+           ba = bias.clone().requires_grad_(true);
+      auto xb = x.clone().requires_grad_(true), wb = w1.clone().requires_grad_(true),
+           bb = bias.clone().requires_grad_(true);
+      const auto upstream = torch::randn({3, 12, 40}, f32);
+      at::autocast::set_autocast_enabled(at::kCUDA, bf16);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      auto fused = conv_over_time(to_time_rows(xa), wa, ba).squeeze(2);
+      auto ref = torch::conv1d(xb, wb, bb);
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+      at::autocast::clear_cache();
+      EXPECT_EQ(fused.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
+      (fused.to(torch::kFloat) * upstream).sum().backward();
+      (ref.to(torch::kFloat) * upstream).sum().backward();
+      const double tol = bf16 ? 2e-2 : 1e-4;
+      EXPECT_LE(max_abs_diff(fused.to(torch::kFloat), ref.to(torch::kFloat)), tol * scale_of(ref.to(torch::kFloat)));
+      for (auto [a, b] : {std::pair{xa, xb}, std::pair{wa, wb}, std::pair{ba, bb}}) {
+        ASSERT_TRUE(a.grad().defined());
+        EXPECT_EQ(a.grad().scalar_type(), torch::kFloat);
+        EXPECT_LE(max_abs_diff(a.grad(), b.grad()), tol * scale_of(b.grad())) << (bf16 ? "bf16" : "fp32");
+      }
+    }
+  }
 
   // The fused ops take [B, C, 1, T] and keep ChannelsLast.
   auto acts = gated_activation(y, bias);

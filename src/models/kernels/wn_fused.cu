@@ -9,8 +9,10 @@
 // v1: one thread per pack of V consecutive elements of one channel half (V = 16 bytes /
 // element size when the span and the pointers allow, else 1), grid-stride loop. The gate's
 // backward recomputes tanh and sigmoid from the input, which is all it keeps.
-// v2 (this file): the gate also takes the in_layer's bias and dropout (Philox, regenerated in
-// backward), which removes the convolution's bias add, dropout's two kernels and its mask.
+// v2: the gate also takes the in_layer's bias and dropout (Philox, regenerated in backward),
+// which removes the convolution's bias add, dropout's two kernels and its mask.
+// v3 (this file): one Philox evaluation per four elements instead of curand's two (uniform4),
+// the same numbers bit for bit.
 // Arithmetic in float; tanhf/expf (not the fast intrinsics) so that fp32 results match
 // the composite ops to a few ulp.
 #include "models/kernels/wn_kernels.h"
@@ -65,6 +67,24 @@ __device__ __forceinline__ Dropout unpack(const GateDropout& d) {
   return out;
 }
 
+// The four uniforms of element block `block` (elements 4 * block .. + 3): what
+// curand_init(seed, block, offset) followed by curand_uniform4 returns. When offset % 4 == 0
+// (PyTorch hands out offsets in steps of 4) that is one Philox evaluation at counter
+// (offset / 4, block) under key seed; curand would evaluate a second block too (curand4 always
+// prepares the next output), which made the gate compute-bound.
+__device__ __forceinline__ float4 uniform4(const Dropout& d, uint64_t block) {
+  if (d.offset % 4 != 0) {
+    curandStatePhilox4_32_10_t state;
+    curand_init(d.seed, block, d.offset, &state);
+    return curand_uniform4(&state);
+  }
+  const uint64_t step = d.offset / 4;
+  const uint4 counter = make_uint4(static_cast<unsigned>(step), static_cast<unsigned>(step >> 32),
+                                   static_cast<unsigned>(block), static_cast<unsigned>(block >> 32));
+  const uint2 key = make_uint2(static_cast<unsigned>(d.seed), static_cast<unsigned>(d.seed >> 32));
+  return _curand_uniform4(curand_Philox4x32_10(counter, key));
+}
+
 // Applies dropout to V values of consecutive input elements e0 .. e0 + V - 1.
 template <int V>
 __device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
@@ -72,9 +92,7 @@ __device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
   if (V % 4 == 0 && e0 % 4 == 0) {
 #pragma unroll
     for (int j = 0; j < V; j += 4) {
-      curandStatePhilox4_32_10_t state;
-      curand_init(d.seed, (e0 + j) / 4, d.offset, &state);
-      const float4 u = curand_uniform4(&state);
+      const float4 u = uniform4(d, static_cast<uint64_t>(e0 + j) / 4);
       v[j + 0] = u.x < d.keep ? v[j + 0] * d.scale : 0.0f;
       v[j + 1] = u.y < d.keep ? v[j + 1] * d.scale : 0.0f;
       v[j + 2] = u.z < d.keep ? v[j + 2] * d.scale : 0.0f;
@@ -84,9 +102,7 @@ __device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const int64_t e = e0 + k;
-      curandStatePhilox4_32_10_t state;
-      curand_init(d.seed, e / 4, d.offset, &state);
-      const float4 u4 = curand_uniform4(&state);
+      const float4 u4 = uniform4(d, static_cast<uint64_t>(e) / 4);
       const int lane = static_cast<int>(e % 4);
       const float u = lane == 0 ? u4.x : lane == 1 ? u4.y : lane == 2 ? u4.z : u4.w;
       v[k] = u < d.keep ? v[k] * d.scale : 0.0f;
