@@ -90,6 +90,10 @@ class OfficialIn : public ::testing::Test {
     models::GlowTTS model = testing::tiny_model(c);
     error_ = new std::string(official_files::make_official_checkpoints(*python_, models::state_dict(*model), dir_->path()));
   }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
   void SetUp() override {
     if (python_->empty()) GTEST_SKIP() << "no Python with torch and numpy (MONOFLOW_PYTHON)";
     ASSERT_TRUE(error_->empty()) << *error_;
