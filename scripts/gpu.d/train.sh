@@ -28,7 +28,7 @@ if [ "${TRAIN_RUN:-1}" != "0" ] && [ -s "$CORPUS/metadata.csv" ] && [ -x "$BUILD
   timeout 110 "$BUILD/bin/train" --config configs/ljspeech.yaml --run-dir "$RUN" --align-backend cuda --compare-align \
     --max-minutes "${TRAIN_RUN_MINUTES:-1}" --set data.dataset_dir=$CORPUS --set data.validation_size=8 \
     --set train.warmup_steps=400 --set train.learning_rate=0.316 --set train.log_interval=10 --set train.val_interval=100 \
-    --set train.checkpoint_interval=100000 --set train.keep_checkpoints=1 --set data.cache_dir=$OUT/train_cache \
+    --set train.checkpoint_interval=100000 --set train.keep_checkpoints=1 --set data.cache_dir=$OUT/train_cache --set 'data.cmudict_path=""' \
     > "$RUN.log" 2>&1
   trc=$?
   rm -rf "$OUT/train_cache" "$RUN"/checkpoints  # keep the transfer small

@@ -1,10 +1,12 @@
 #include "train/checkpoint.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "common/error.h"
@@ -85,6 +87,13 @@ void require_regular_file(const std::string& path) {
   }
 }
 
+// A Python torch.save file is no damaged checkpoint: say what reads it.
+const char* kOfficialFileHint =
+    "is a Python torch.save file (an official Glow-TTS checkpoint such as G_*.pth or ddi_G.pth, or a "
+    "state_dict), not a monoflow checkpoint: train --init-from FILE starts a new run from its weights, "
+    "synthesize --checkpoint FILE --config CONFIG speaks with it, convert_weights FILE checks it; "
+    "--resume continues monoflow runs only";
+
 struct OpenedCheckpoint {
   torch::serialize::InputArchive archive;
   CheckpointState state;
@@ -92,7 +101,7 @@ struct OpenedCheckpoint {
 };
 
 void open_checkpoint(const std::string& path, const torch::Device& device, OpenedCheckpoint& out) {
-  require_regular_file(path);
+  check_checkpoint_file(path);
   zip::verify_file_records(path, kWhatToDo);  // LibTorch's zip reader does not check the CRCs
   try {
     out.archive.load_from(path, device);
@@ -106,7 +115,11 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
     ours = read_string(a, "format") == kFormat;
   } catch (const c10::Error&) {
   }
-  if (!ours) throw FileError(path, 0, std::string("not a monoflow checkpoint (no format tag); ") + kWhatToDo);
+  if (!ours) {
+    throw FileError(path, 0, "a LibTorch archive without monoflow's format tag, so not a monoflow checkpoint (a "
+                             "TorchScript model, such as a vocoder, goes to synthesize --vocoder); pass a ckpt_*.pt "
+                             "that train wrote");
+  }
   try {
     const int64_t version = read_int(a, "version");
     if (version != kVersion) {
@@ -139,6 +152,30 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
 }
 
 }  // namespace
+
+CheckpointFormat checkpoint_format(const std::string& path) {
+  char head[4] = {0, 0, 0, 0};
+  {
+    std::ifstream in(path, std::ios::binary);
+    in.read(head, sizeof head);
+    if (in.gcount() < 2) return CheckpointFormat::kUnknown;
+  }
+  if (static_cast<unsigned char>(head[0]) == 0x80 && head[1] == 0x02) return CheckpointFormat::kTorchSave;  // legacy
+  if (std::string(head, 4) != std::string("PK\x03\x04", 4)) return CheckpointFormat::kUnknown;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    // LibTorch's archives (ours) carry TorchScript's constants; Python's torch.save does not.
+    if (reader.hasRecord("constants.pkl")) return CheckpointFormat::kMonoflow;
+    if (reader.hasRecord("data.pkl")) return CheckpointFormat::kTorchSave;
+  } catch (const c10::Error&) {
+  }
+  return CheckpointFormat::kUnknown;
+}
+
+void check_checkpoint_file(const std::string& path) {
+  require_regular_file(path);
+  if (checkpoint_format(path) == CheckpointFormat::kTorchSave) throw FileError(path, 0, kOfficialFileHint);
+}
 
 std::string checkpoint_filename(int64_t step) {
   char buf[40];
@@ -219,6 +256,36 @@ CheckpointState read_checkpoint_state(const std::string& path) {
   OpenedCheckpoint opened;
   open_checkpoint(path, torch::kCPU, opened);
   return opened.state;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> read_checkpoint_weights(const std::string& path,
+                                                                           CheckpointState* state) {
+  OpenedCheckpoint opened;
+  open_checkpoint(path, torch::kCPU, opened);
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  try {
+    torch::serialize::InputArchive weights;
+    opened.archive.read("model", weights);
+    for (const std::string& line : lines(opened.signature)) {  // "param|buffer NAME SHAPE"
+      const size_t a = line.find(' '), b = line.find(' ', a + 1);
+      if (a == std::string::npos || b == std::string::npos) {
+        throw FileError(path, 0, "corrupt checkpoint (unreadable model signature line '" + line + "'); " + kWhatToDo);
+      }
+      const std::string name = line.substr(a + 1, b - a - 1);
+      torch::Tensor t;
+      weights.read(name, t, /*is_buffer=*/line.compare(0, a, "buffer") == 0);
+      check_tensor_in_storage(t, path, name);
+      if (shape_text(t) != line.substr(b + 1)) {
+        throw FileError(path, 0, "corrupt checkpoint: tensor '" + name + "' has shape " + shape_text(t) +
+                                     ", its signature says " + line.substr(b + 1) + "; " + kWhatToDo);
+      }
+      out.emplace_back(name, t.to(torch::kCPU));
+    }
+  } catch (const c10::Error&) {
+    throw FileError(path, 0, std::string("corrupt checkpoint (weights unreadable); ") + kWhatToDo);
+  }
+  if (state != nullptr) *state = opened.state;
+  return out;
 }
 
 CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,

@@ -2,7 +2,9 @@
 // and the resolved config, in one LibTorch archive written atomically (atomic_file.h).
 // Files are <dir>/ckpt_<step, 9 digits>.pt; the newest K are kept.
 // Loading checks the format tag and every parameter's name and shape before touching the
-// model, so a corrupt or incompatible file is refused with a FileError naming it and what to do.
+// model, so a corrupt or incompatible file is refused with a FileError naming it and what to do
+// (never "delete it": the file may be the only copy of a run). Official Glow-TTS files are
+// recognised and refused here with a pointer to the tools that read them (weights_file.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -40,5 +42,21 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
 
 // Only the metadata (step, epoch, config snapshot...), for tools that build the model from it.
 CheckpointState read_checkpoint_state(const std::string& path);
+
+// The model's tensors by name, in the model's order (parameters, then buffers), on the CPU,
+// without building the model (convert_weights --to-official); the metadata into *state.
+std::vector<std::pair<std::string, torch::Tensor>> read_checkpoint_weights(const std::string& path,
+                                                                           CheckpointState* state = nullptr);
+
+// What a file given as a checkpoint holds, by its contents: monoflow's own archive (a LibTorch
+// zip; its format tag is checked when it is opened), a Python torch.save file (the official
+// Glow-TTS's G_*.pth and ddi_G.pth, or a state_dict; zip or legacy format), or neither.
+enum class CheckpointFormat { kMonoflow, kTorchSave, kUnknown };
+CheckpointFormat checkpoint_format(const std::string& path);
+
+// A cheap check before long work (train --resume, before the dataset scan): FileError when
+// `path` is missing, a directory, or an official (Python torch.save) file, saying what reads
+// the latter. Damage inside the archive is found when it is opened.
+void check_checkpoint_file(const std::string& path);
 
 }  // namespace monoflow::train

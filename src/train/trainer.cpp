@@ -37,6 +37,7 @@
 #include "train/log/tensorboard.h"
 #include "train/train_step.h"
 #include "train/validation.h"
+#include "train/weights_file.h"
 #include "train/synth/wav.h"
 
 namespace monoflow::train {
@@ -311,6 +312,7 @@ std::string Trainer::find_resume_checkpoint() const {
   if (!fs::is_regular_file(o_.resume)) {
     throw FileError(o_.resume, 0, "--resume: no such checkpoint file; check the path");
   }
+  check_checkpoint_file(o_.resume);  // an official file is named as one before the dataset scan
   return o_.resume;
 }
 
@@ -336,6 +338,12 @@ void Trainer::restore_or_initialise() {
     }
     say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " +
         std::to_string(loader_->position().epoch + 1));
+  } else if (!o_.init_from.empty()) {
+    // Fine-tuning: the weights only; optimizer, schedule and step start afresh, and no DDI
+    // (the ActNorms are trained already).
+    const LoadedWeights w = load_model_weights(o_.init_from, *model_);
+    say("initialised from " + o_.init_from + " (" + (w.official ? "official Glow-TTS" : "monoflow") +
+        " checkpoint at step " + std::to_string(w.step) + "): weights only; a new run from step 0");
   } else {
     ddi_pending_ = c_.train.ddi;
     model_->set_ddi(c_.train.ddi);
@@ -665,7 +673,12 @@ void Trainer::finish(RunSummary& summary) {
 }
 
 RunSummary Trainer::run() {
+  if (!o_.init_from.empty() && !o_.resume.empty()) {
+    throw UserError("--init-from and --resume exclude each other: --resume continues a run, --init-from starts a "
+                    "new one from a checkpoint's weights");
+  }
   resume_path_ = find_resume_checkpoint();
+  if (!o_.init_from.empty()) check_weights_file(o_.init_from, "--init-from");
   setup();
   restore_or_initialise();
   say(start_line());

@@ -20,6 +20,8 @@ namespace monoflow::train {
 
 struct RunOptions {
   std::string resume;          // "": fresh run; "latest": newest checkpoint of run.dir; else a path
+  std::string init_from;       // a fresh run whose model starts from this checkpoint's weights (a
+                               // monoflow ckpt_*.pt or an official G_*.pth): no DDI, new optimizer, step 0
   bool force_new = false;      // a fresh run into a run.dir that holds one moves the old aside
   std::string config_yaml;     // the resolved config text to snapshot (to_yaml(config))
   double max_minutes = 0;      // > 0: stop (with a checkpoint) after this much wall time

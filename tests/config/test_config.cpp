@@ -75,9 +75,14 @@ TEST(ConfigFile, LjspeechYamlHoldsTheOfficialValues) {
   Config defaults;
   defaults.data.dataset_dir = file.data.dataset_dir;
   defaults.train.checkpoint_interval = file.train.checkpoint_interval;
+  defaults.data.cmudict_path = file.data.cmudict_path;
   // Every official value in the file equals the official default of config.h.
   EXPECT_EQ(to_yaml(file), to_yaml(defaults));
   EXPECT_EQ(file.data.dataset_dir, "data/LJSpeech-1.1");
+  // CMUdict as the official base config: the dictionary scripts/setup.sh installs; "" (the
+  // default) goes back to characters only.
+  EXPECT_EQ(file.data.cmudict_path, "data/cmudict/cmudict.dict");
+  EXPECT_EQ(load_config(source_dir() + "/configs/ljspeech.yaml", {"data.cmudict_path=\"\""}).data.cmudict_path, "");
   EXPECT_EQ(file.origin.at("train.batch_size"), source_dir() + "/configs/ljspeech.yaml:14");
 }
 

@@ -140,19 +140,5 @@ TEST(Weights, MismatchesAreUserErrorsNamingTheKey) {
   std::remove(junk.c_str());
 }
 
-TEST(Weights, PicklePatchRejectsUnknownOpcodes) {
-  // PROTO 2, then an opcode outside what torch.save writes (0xff)
-  using namespace std::string_literals;
-  std::string p = "\x80\x02\xff."s;
-  EXPECT_THROW(patch_ordered_dicts(p, "x"), UserError);
-  // OrderedDict() then SETITEM and BUILD({'a': 1}) becomes a dict with "__state__"
-  std::string od = "\x80\x02"s + "ccollections\nOrderedDict\nq\x00"s + ")Rq\x01"s + "X\x01\x00\x00\x00"s + "kK\x05s"s +
-                   "}X\x01\x00\x00\x00"s + "aK\x01sb."s;
-  auto patched = patch_ordered_dicts(od, "x");
-  EXPECT_EQ(patched.find("collections"), std::string::npos);
-  EXPECT_NE(patched.find("__state__"), std::string::npos);
-  EXPECT_EQ(patched.back(), '.');
-}
-
 }  // namespace
 }  // namespace monoflow::models

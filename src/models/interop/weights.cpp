@@ -1,5 +1,6 @@
 #include "models/interop/weights.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -38,7 +39,7 @@ StateDict state_dict(const torch::nn::Module& module) {
   return out;
 }
 
-StateDict read_state_dict(const std::string& path) {
+StateDict read_state_dict(const std::string& path, int64_t* iteration) {
   // (An ifstream opens a directory, and reading it then throws a bare std::ios failure.)
   if (std::filesystem::is_directory(path)) {
     throw FileError(path, 0, "is a directory; pass the weights file (a torch.save .pt/.pth file) itself");
@@ -49,6 +50,12 @@ StateDict read_state_dict(const std::string& path) {
   auto root = read_torch_save(bytes, path);
   if (!root.isGenericDict()) throw FileError(path, 0, "expected a state_dict or a checkpoint dict, found " + root.tagKind());
   auto dict = root.toGenericDict();
+  if (iteration != nullptr) *iteration = 0;
+  for (const auto& kv : dict) {
+    if (iteration != nullptr && kv.key().isString() && kv.key().toStringRef() == "iteration" && kv.value().isInt()) {
+      *iteration = kv.value().toInt();
+    }
+  }
   for (const auto& kv : dict) {
     if (kv.key().isString() && kv.key().toStringRef() == "model") {
       if (!kv.value().isGenericDict()) throw FileError(path, 0, "the checkpoint's \"model\" entry is not a dict");
@@ -61,7 +68,12 @@ StateDict read_state_dict(const std::string& path) {
     if (!kv.key().isString()) throw FileError(path, 0, "state_dict key is not a string");
     std::string key = kv.key().toStringRef();
     if (key == "__state__" || key == "_metadata") continue;  // OrderedDict attributes, not weights
-    if (!kv.value().isTensor()) throw FileError(path, 0, "entry '" + key + "' is not a tensor (" + kv.value().tagKind() + ")");
+    if (!kv.value().isTensor()) {
+      throw FileError(path, 0, "entry '" + key + "' is not a tensor (" +
+                                   (kv.value().isNone() ? std::string("None, or a Python object without a counterpart here")
+                                                        : kv.value().tagKind()) +
+                                   "); expected a state_dict of tensors, or a checkpoint dict with one under \"model\"");
+    }
     if (starts_with(key, "module.")) key = key.substr(7);
     out.emplace_back(key, kv.value().toTensor());
   }
@@ -91,8 +103,15 @@ void load_state_dict(torch::nn::Module& module, const StateDict& weights, const 
   if (!mismatched.empty()) problems += " shape mismatch: " + list_keys(mismatched) + ".";
   if (strict && !unexpected.empty()) problems += " unexpected: " + list_keys(unexpected) + ".";
   if (!problems.empty()) {
+    // The embedding's rows are the symbol set: a mismatch there is the text front-end's.
+    const bool vocabulary = std::any_of(mismatched.begin(), mismatched.end(),
+                                        [](const std::string& m) { return starts_with(m, "encoder.emb.weight "); });
     throw FileError(source, 0, "weights do not fit this model (check the model section of the config against "
-                               "the checkpoint's hyper-parameters):" + problems);
+                               "the checkpoint's hyper-parameters" +
+                                   std::string(vocabulary ? "; encoder.emb.weight has a row per symbol: the config's "
+                                                            "symbol set (data.symbols, add_blank) must be the one it "
+                                                            "was trained with" : "") +
+                                   "):" + problems);
   }
   torch::NoGradGuard no_grad;
   for (auto& [key, t] : own) t.copy_(given.at(key));

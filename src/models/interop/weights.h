@@ -20,11 +20,12 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 // The parameters of `module` by name (detached views, not copies).
 StateDict state_dict(const torch::nn::Module& module);
 
-// Reads a file written by Python's torch.save (zip format): either a state_dict
-// (OrderedDict or dict of tensors) or the official checkpoint dict, whose "model" entry holds
-// the state_dict (its "iteration", "learning_rate", "optimizer" are ignored). A "module."
-// prefix (DataParallel) is removed. Tensors come back on the CPU, in the saved dtype.
-StateDict read_state_dict(const std::string& path);
+// Reads a file written by Python's torch.save (zip or legacy format): either a state_dict
+// (OrderedDict or dict of tensors) or the official checkpoint dict (utils.save_checkpoint's
+// G_*.pth, init.py's ddi_G.pth), whose "model" entry holds the state_dict; of the rest
+// ("optimizer", "learning_rate") only "iteration" is kept, into *iteration (0 when absent).
+// A "module." prefix (DataParallel) is removed. Tensors come back on the CPU, in the saved dtype.
+StateDict read_state_dict(const std::string& path, int64_t* iteration = nullptr);
 
 // Copies `weights` into the module's parameters (converting dtype and device). Every
 // parameter must be present with the same shape; with `strict`, keys the module does not

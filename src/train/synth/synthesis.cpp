@@ -16,6 +16,7 @@
 #include "train/config/config_io.h"
 #include "train/synth/griffin_lim.h"
 #include "train/config/options_map.h"
+#include "train/weights_file.h"
 
 namespace monoflow::train {
 namespace {
@@ -127,15 +128,32 @@ torch::Tensor vocoder_audio(const std::string& path, const torch::Tensor& mel, c
   return audio.flatten().to(torch::kCPU, torch::kFloat32).clamp(-1.0, 1.0);
 }
 
+// The config the model is built from: --config when given, else the checkpoint's snapshot
+// (an official checkpoint has none).
+Config synthesis_config(const SynthesisOptions& o) {
+  check_weights_file(o.checkpoint, "--checkpoint");
+  if (checkpoint_format(o.checkpoint) == CheckpointFormat::kTorchSave) {
+    if (o.config.empty()) {
+      throw FileError(o.checkpoint, 0, "an official Glow-TTS checkpoint (a Python torch.save file) carries no config: "
+                                       "pass --config with the YAML that describes its model and text front-end "
+                                       "(configs/ljspeech.yaml for the official LJSpeech model)");
+    }
+    return load_config(o.config);
+  }
+  if (!o.config.empty()) return load_config(o.config);
+  const CheckpointState state = read_checkpoint_state(o.checkpoint);
+  if (state.config_yaml.empty()) {
+    throw FileError(o.checkpoint, 0, "the checkpoint carries no config snapshot; it was not written by train; "
+                                     "pass --config");
+  }
+  return parse_config(state.config_yaml, o.checkpoint + " (config snapshot)");
+}
+
 }  // namespace
 
 SynthesisResult synthesize(const SynthesisOptions& o) {
   check_bounds(o);
-  const CheckpointState state = read_checkpoint_state(o.checkpoint);
-  if (state.config_yaml.empty()) {
-    throw FileError(o.checkpoint, 0, "the checkpoint carries no config snapshot; it was not written by train");
-  }
-  const Config c = parse_config(state.config_yaml, o.checkpoint + " (config snapshot)");
+  const Config c = synthesis_config(o);
   const torch::Device device = resolve_device(o.device);
 
   const text::TextProcessor tp(text_options(c));
@@ -149,8 +167,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   torch::manual_seed(static_cast<uint64_t>(o.seed));
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
   model->to(device);
-  load_checkpoint(o.checkpoint, *model, nullptr);
-  model->set_ddi(false);
+  const LoadedWeights loaded = load_model_weights(o.checkpoint, *model);
   model->eval();
 
   torch::NoGradGuard no_grad;
@@ -168,7 +185,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   const int64_t frames = out.y_lengths[0].item<int64_t>();
 
   SynthesisResult r;
-  r.step = state.step;
+  r.step = loaded.step;
   r.sample_rate = c.data.sampling_rate;
   r.unknown_report = tp.unknown_report();
   r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);

@@ -1,5 +1,6 @@
 // Text -> mel -> waveform (Griffin-Lim, or a TorchScript neural vocoder) from a checkpoint, for
-// tools/synthesize and the quick-start. The model is built from the checkpoint's config snapshot.
+// tools/synthesize and the quick-start. The model is built from the checkpoint's config snapshot,
+// or from a config file given with it (which an official Glow-TTS checkpoint needs).
 #pragma once
 
 #include <torch/torch.h>
@@ -15,7 +16,13 @@ constexpr int kMaxGriffinLimIterations = 10000;
 constexpr int64_t kDefaultMaxFrames = 30000;   // ~6 min at 22050 Hz, hop 256
 
 struct SynthesisOptions {
+  // A monoflow ckpt_*.pt, or an official Glow-TTS file (G_*.pth: Python torch.save), which
+  // needs `config`.
   std::string checkpoint;
+  // A YAML config (configs/ljspeech.yaml, ...) describing the model and the text front-end:
+  // required for an official checkpoint; for a monoflow one it replaces the config snapshot the
+  // checkpoint carries (which may name paths of another machine). "" for the snapshot.
+  std::string config;
   std::string text;
   std::string device = "auto";
   double noise_scale = 0.667;
