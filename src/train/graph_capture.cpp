@@ -1,6 +1,7 @@
 #include "train/graph_capture.h"
 
 #ifdef MONOFLOW_HAS_CUDA
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -17,6 +18,14 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
   inputs_ready.record(current);
   inputs_ready.block(side);
   auto graph = std::make_unique<at::cuda::CUDAGraph>();
+  auto& context = at::globalContext();
+  const bool benchmark = context.benchmarkCuDNN();
+  context.setBenchmarkCuDNN(true);
+  struct RestoreBenchmark {
+    at::Context& context;
+    bool value;
+    ~RestoreBenchmark() { context.setBenchmarkCuDNN(value); }
+  } restore{context, benchmark};
   {
     const c10::cuda::CUDAStreamGuard on_side(side);
     warm_up();

@@ -2,6 +2,11 @@
 //   - on a side stream that first waits for the current one, which waits for the capture;
 //   - `warm_up` runs once on that stream before capture, so that cuDNN/cuBLAS set up their
 //     handles and workspaces outside the graph;
+//   - cuDNN's benchmark mode is on for the warm-up and the capture: a graph's shapes are fixed,
+//     so the warm-up times cuDNN's algorithms once per convolution shape and the capture takes
+//     the fastest from that cache (timing inside a capture would be illegal; with the mode off,
+//     cuDNN's heuristics pick). Restored afterwards: eager steps of ever new shapes keep the
+//     heuristics, which cost nothing per shape;
 //   - autocast's cast cache is off while recording (cached casts would outlive the capture);
 //   - thread-local capture mode: other threads (the data loader's) may allocate meanwhile.
 // Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (synth/graphed_inference.h).
