@@ -4,6 +4,7 @@
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -48,6 +49,9 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
   at::cuda::CUDAEvent captured;
   captured.record(side);
   captured.block(current);
+  // cuDNN's algorithm search may have tried workspaces as large as the free memory: hand the
+  // cached blocks back to the device (the graph's own pool stays).
+  c10::cuda::CUDACachingAllocator::emptyCache();
   return graph;
 }
 

@@ -137,14 +137,25 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     ++step;
     return graphed ? graphed->step(b, schedule.lr(step), step) : train_step(model, optimizer, b, schedule.lr(step), so);
   };
-  // Peak memory from the first step on: a graph's pool is allocated while it is recorded (in
-  // the warm-up), and replays allocate nothing.
+  // Two peaks: over the warm-up (which records the graphs; cuDNN's algorithm search there may
+  // try workspaces as large as the free memory, for a moment) and over the timed steps (the
+  // steady state: the graphs' pool stays allocated, replays allocate nothing).
+  StepBenchRow row;
+  auto peak_mib = [&] {
+    const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
+    return static_cast<double>(
+               stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
+           (1024.0 * 1024.0);
+  };
   if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
   for (int i = 0; i < o.warmup_steps; ++i) run_step();
   synchronize(o.device);
+  if (o.device.is_cuda()) {
+    row.warmup_peak_memory_mib = peak_mib();
+    c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
+  }
 
   std::vector<double> step_ms, mas_ms;
-  StepBenchRow row;
   for (int i = 0; i < o.timed_steps; ++i) {
     const auto& b = batches[step % batches.size()];
     synchronize(o.device);
@@ -172,25 +183,21 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.mas_ms = median(mas_ms);
   row.ranks = ranks;
   row.samples_per_s = row.step_ms > 0 ? ranks * o.batch_size * 1000.0 / row.step_ms : 0;
-  if (o.device.is_cuda()) {
-    const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
-    row.peak_memory_mib =
-        static_cast<double>(stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
-        (1024.0 * 1024.0);
-  }
+  if (o.device.is_cuda()) row.peak_memory_mib = peak_mib();
   return row;
 }
 
 std::string csv_header() {
   return "backend,precision,mode,B,step_ms,step_ms_min,step_ms_max,step_ms_p90,mas_ms,peak_mem_mib,samples_per_s,"
-         "nonfinite_steps,graphs,ranks";
+         "nonfinite_steps,graphs,ranks,warmup_peak_mem_mib";
 }
 
 std::string csv_row(const StepBenchRow& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d", r.backend.c_str(),
+  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d,%.0f", r.backend.c_str(),
                 r.precision.c_str(), r.mode.c_str(), r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max,
-                r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs, r.ranks);
+                r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs, r.ranks,
+                r.warmup_peak_memory_mib);
   return buf;
 }
 
