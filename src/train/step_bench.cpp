@@ -137,21 +137,23 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     ++step;
     return graphed ? graphed->step(b, schedule.lr(step), step) : train_step(model, optimizer, b, schedule.lr(step), so);
   };
-  // Two peaks: over the warm-up (which records the graphs; cuDNN's algorithm search there may
-  // try workspaces as large as the free memory, for a moment) and over the timed steps (the
-  // steady state: the graphs' pool stays allocated, replays allocate nothing).
+  // Two peaks. Over the warm-up, which records the graphs: the most tensor memory allocated
+  // at once (cuDNN's algorithm search there may try a workspace as large as the free memory,
+  // for a moment). Over the timed steps: the most device memory the allocator held (reserved),
+  // which is what training occupies; a graph's pool counts as held even between replays, when
+  // none of its tensors is allocated.
   StepBenchRow row;
-  auto peak_mib = [&] {
+  auto peak_mib = [&](bool reserved) {
     const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
-    return static_cast<double>(
-               stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
+    const auto& stat = reserved ? stats.reserved_bytes : stats.allocated_bytes;
+    return static_cast<double>(stat[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
            (1024.0 * 1024.0);
   };
   if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
   for (int i = 0; i < o.warmup_steps; ++i) run_step();
   synchronize(o.device);
   if (o.device.is_cuda()) {
-    row.warmup_peak_memory_mib = peak_mib();
+    row.warmup_peak_memory_mib = peak_mib(false);
     c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
   }
 
@@ -183,7 +185,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.mas_ms = median(mas_ms);
   row.ranks = ranks;
   row.samples_per_s = row.step_ms > 0 ? ranks * o.batch_size * 1000.0 / row.step_ms : 0;
-  if (o.device.is_cuda()) row.peak_memory_mib = peak_mib();
+  if (o.device.is_cuda()) row.peak_memory_mib = peak_mib(true);
   return row;
 }
 

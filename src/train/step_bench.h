@@ -56,8 +56,8 @@ struct StepBenchRow {
   double step_ms = 0;              // median
   double step_ms_min = 0, step_ms_max = 0, step_ms_p90 = 0;
   double mas_ms = 0;               // median
-  double peak_memory_mib = 0;      // device peak allocated over the timed steps (0 on CPU)
-  double warmup_peak_memory_mib = 0;  // ... over the warm-up, which records the graphs
+  double peak_memory_mib = 0;      // device memory held (reserved) at most over the timed steps (0 on CPU)
+  double warmup_peak_memory_mib = 0;  // tensor memory allocated at most over the warm-up (records the graphs)
   double samples_per_s = 0;        // batch_size / median step
   int nonfinite_steps = 0;         // timed steps whose loss was not finite (should be 0)
   int graphs = 0;                  // CUDA graphs recorded (graph mode)
