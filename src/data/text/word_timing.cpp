@@ -1,6 +1,7 @@
 #include "data/text/word_timing.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "data/text/utf8.h"
@@ -14,13 +15,35 @@ bool is_word(const SpeechEvent& e) { return e.kind == Kind::kWord && e.length > 
 bool is_pause(const SpeechEvent& e) { return e.kind == Kind::kPhoneme && !e.phoneme.empty() && e.phoneme[0] == '_'; }
 bool is_sound(const SpeechEvent& e) { return e.kind == Kind::kPhoneme && !is_pause(e); }
 
-std::string word_text(const std::u32string& text, const SpeechEvent& e) {
-  const size_t from = e.text_position > 0 ? static_cast<size_t>(e.text_position - 1) : 0;
+bool is_space(char32_t c) { return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r'; }
+bool letter_or_digit(char32_t c) { return c < 0x80 ? std::isalnum(static_cast<int>(c)) != 0 : c > 0xBF; }
+
+// The word's characters: `length` of them from its position, extended over words espeak-ng spoke
+// joined to it without an event of their own ("was the" in "was the 3rd"): up to the last
+// letter or digit before the next word event's position.
+std::string word_text(const std::u32string& text, const SpeechEvent& e, int next_position) {
+  size_t from = e.text_position > 0 ? static_cast<size_t>(e.text_position - 1) : 0;
   if (from >= text.size()) return "";
-  std::u32string w = text.substr(from, static_cast<size_t>(e.length));
+  size_t to = std::min(text.size(), from + static_cast<size_t>(e.length));
+  // Where a later word starts (the text's end after the last word); no extension when espeak-ng
+  // reports a later word at an earlier position (it does inside some numbers: "1,250").
+  size_t next = to;
+  if (next_position == 0) {
+    next = text.size();
+  } else if (next_position > e.text_position) {
+    next = std::min(text.size(), static_cast<size_t>(next_position - 1));
+  }
+  for (size_t i = to; i < next; ++i) {
+    if (letter_or_digit(text[i])) to = i + 1;
+  }
+  // Whitespace trimmed (espeak-ng's positions and lengths are off by a character or two after
+  // abbreviations and inside numbers: " and" in "Mr. and", "2 " for the "two" of "42").
+  while (from < to && is_space(text[from])) ++from;
+  while (to > from && is_space(text[to - 1])) --to;
+  std::u32string w = text.substr(from, to - from);
   // Tabs and line breaks would break the TSV; the word is one line of text.
   for (char32_t& c : w) {
-    if (c == U'\t' || c == U'\n' || c == U'\r') c = U' ';
+    if (is_space(c)) c = U' ';
   }
   return utf8_encode(w);
 }
@@ -33,8 +56,12 @@ std::vector<WordTiming> word_timings(const std::vector<SpeechEvent>& events, con
   std::vector<WordTiming> out;
   for (size_t i = 0; i < events.size(); ++i) {
     if (!is_word(events[i])) continue;
+    int next_position = 0;  // 0: no later word: the text's end
+    for (size_t j = i + 1; j < events.size() && next_position == 0; ++j) {
+      if (is_word(events[j])) next_position = events[j].text_position;
+    }
     WordTiming w;
-    w.word = word_text(text, events[i]);
+    w.word = word_text(text, events[i], next_position);
     w.start_s = events[i].audio_ms / 1000.0;
     w.end_s = total_s;
     bool sounded = false;

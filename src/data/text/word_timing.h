@@ -20,7 +20,13 @@ struct SpeechEvent {
 };
 
 struct WordTiming {
-  std::string word;  // the text's characters at the word event (as written: "7", "Dr")
+  // The text's characters at the word event, as written ("7", "Dr"), whitespace trimmed.
+  // espeak-ng speaks some words joined to the next and reports one event for both ("was the"
+  // in "was the 3rd"): the entry then names both and spans both. The names are labels for
+  // pairing only: inside numbers and after abbreviations espeak-ng reports one event per spoken
+  // word at shifted text positions ("1998" gives "1998", "998.", "998."); the times still
+  // mark its spoken words.
+  std::string word;
   double start_s = 0, end_s = 0;
 };
 
