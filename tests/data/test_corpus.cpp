@@ -91,7 +91,9 @@ std::vector<WordRow> read_word_tsv(const std::string& path) {
 // words/<id>.tsv beside each wav: the sentence's words in order, times increasing, inside the
 // wav; a second run renders nothing again.
 TEST(DefaultCorpus, WordTimingsLieBesideEachWavInsideItsDuration) {
-  if (!monoflow::text::espeak_compiled_in() || !have_espeak()) GTEST_SKIP() << "needs espeak-ng (library and voice data)";
+  if (!monoflow::text::espeak_compiled_in() || !have_espeak()) {
+    GTEST_SKIP() << "needs espeak-ng (library and voice data)";
+  }
   TempDir dir;
   const std::string corpus = dir / "corpus";
   ASSERT_EQ(std::system((corpus_command(corpus, 4) + " > /dev/null 2>&1").c_str()), 0);

@@ -208,8 +208,9 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
   std::ofstream(dir / "tg/u1.TextGrid") << format_textgrid(g);
   int status = 0;
   const std::string script = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/score_alignment.py";
-  const std::string out = testing::run_command(python + " " + script + " --textgrids " + (dir / "tg") + " --reference " +
-                                                   (dir / "words") + " --json " + (dir / "s.json") + " 2>&1",
+  const std::string out = testing::run_command(python + " " + script + " --textgrids " + (dir / "tg") +
+                                                   " --reference " + (dir / "words") + " --json " + (dir / "s.json") +
+                                                   " 2>&1",
                                                &status);
   ASSERT_EQ(status, 0) << out;
   // Pairs: the/The, seven/7 (one for one), fifteen, "was the" (espeak-ng's joined word) with "was"

@@ -59,8 +59,9 @@ data::DataOptions alignment_data_options(const Config& c, const AlignOptions& o)
 // The manifest's utterances; a repeated id (its files would overwrite the first's) is a bad line.
 std::vector<data::Utterance> read_utterances(const data::DataOptions& d, data::BadLines& bad) {
   const std::vector<data::Utterance> all =
-      d.training_files.empty() ? data::read_ljspeech(d.dataset_dir, bad)
-                               : data::read_filelist(d.training_files, d.n_speakers > 1, d.n_speakers, d.dataset_dir, bad);
+      d.training_files.empty()
+          ? data::read_ljspeech(d.dataset_dir, bad)
+          : data::read_filelist(d.training_files, d.n_speakers > 1, d.n_speakers, d.dataset_dir, bad);
   std::map<std::string, const data::Utterance*> first;
   std::vector<data::Utterance> out;
   for (const data::Utterance& u : all) {
@@ -111,6 +112,41 @@ void make_dirs(const std::string& path) {
   if (!e.empty()) throw FileError(path, 0, "cannot create the folder: " + e);
 }
 
+// One utterance's tokens with their MAS durations (`durations`: [T_max] int64, CPU), the frames
+// past the model's multiple of n_sqz on the last token (aligner.h), so they sum to mel_frames.
+UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text::TextProcessor& tp,
+                                       const torch::Tensor& durations, int64_t model_frames, int64_t mel_frames) {
+  UtteranceAlignment u;
+  u.id = item.utterance.id;
+  u.cleaned_text = tp.clean(item.utterance.text);
+  u.token_ids = item.text;
+  u.frames = mel_frames;
+  const int64_t space_id = tp.id_of(" ");
+  const auto dur = durations.accessor<int64_t, 1>();
+  for (size_t t = 0; t < item.text.size(); ++t) {
+    const int64_t id = item.text[t];
+    u.tokens.push_back({tp.symbol(id), tp.spoken(id), id == space_id, dur[static_cast<int64_t>(t)]});
+  }
+  u.tokens.back().frames += mel_frames - model_frames;
+  return u;
+}
+
+// durations/<id>.json and .npy, textgrids/<id>.TextGrid, and images/<id>.png when `path` (the
+// MAS path [T, model frames]) is defined.
+void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const WordIntervals& words,
+                     const FrameTiming& timing, const torch::Tensor& path) {
+  const std::string stem = out_dir + "/durations/" + u.id;
+  write_file(stem + ".json", durations_json(u, timing));
+  torch::Tensor frames = torch::empty({static_cast<int64_t>(u.tokens.size())}, torch::kInt32);
+  auto frames_at = frames.accessor<int32_t, 1>();
+  for (size_t t = 0; t < u.tokens.size(); ++t) {
+    frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
+  }
+  write_file(stem + ".npy", encode_npy_int32(frames));
+  write_file(out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing)));
+  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_heatmap(path, 240).bytes);
+}
+
 }  // namespace
 
 AlignReport align_dataset(const AlignOptions& o) {
@@ -119,13 +155,15 @@ AlignReport align_dataset(const AlignOptions& o) {
   const data::DataOptions d = alignment_data_options(c, o);
   const torch::Device device = resolve_device(o.device);
   align::MasOptions mas;
-  mas.backend = resolve_backend("auto", device);  // cuda-fast on a GPU where it is built, else cuda; cpu on the CPU
+  mas.backend = resolve_backend("auto", device);  // cuda-fast on a GPU (else cuda); cpu on the CPU
 
   auto tp = std::make_shared<const text::TextProcessor>(text_options(c));
   data::BadLines bad(d.on_bad_line);
   const std::vector<data::Utterance> utterances = read_utterances(d, bad);
   const auto dataset = std::make_shared<const data::TtsDataset>(utterances, d, data::text_encoder(tp), bad);
-  if (dataset->size() == 0) throw UserError("no utterance left to align (" + std::to_string(bad.skipped()) + " bad line(s) skipped)");
+  if (dataset->size() == 0) {
+    throw UserError("no utterance left to align (" + std::to_string(bad.skipped()) + " bad line(s) skipped)");
+  }
   std::map<std::string, size_t> index_of;
   for (size_t i = 0; i < dataset->size(); ++i) index_of[dataset->item(i).utterance.id] = i;
 
@@ -146,18 +184,21 @@ AlignReport align_dataset(const AlignOptions& o) {
   WordSpanOptions spans;
   spans.min_pause_frames =
       static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.sampling_rate / c.data.hop_length - 1e-9));
-  const int64_t space_id = tp->id_of(" ");
 
   AlignReport report;
   report.bad_lines = bad.skipped();
   report.backend = align::backend_name(mas.backend);
   report.device = device.str();
   std::vector<SummaryRow> rows(dataset->size());
-  std::vector<bool> done(dataset->size(), false);
   ProgressLine progress(stderr);
   CountProgress shown;
   shown.total = static_cast<int64_t>(dataset->size());
   shown.unit = "utterances";
+  if (o.progress) {
+    progress.message("align: " + std::to_string(dataset->size()) + " utterances in batches of " +
+                     std::to_string(lo.batch_size) + " on " + report.device + " (MAS " + report.backend + "); " +
+                     std::to_string(report.bad_lines) + " bad line(s) skipped");
+  }
   auto last_plain = Clock::now();
   const auto loop_start = Clock::now();
 
@@ -174,34 +215,12 @@ AlignReport align_dataset(const AlignOptions& o) {
     for (int64_t b = 0; b < static_cast<int64_t>(host_batch->ids.size()); ++b) {
       const size_t index = index_of.at(host_batch->ids[b]);
       const data::DatasetItem& item = dataset->item(index);
-      UtteranceAlignment u;
-      u.id = item.utterance.id;
-      u.cleaned_text = tp->clean(item.utterance.text);
-      u.token_ids = item.text;
-      u.frames = mel_lengths[b];
-      const torch::Tensor row_durations = durations[b];
-      const auto dur = row_durations.accessor<int64_t, 1>();
-      for (size_t t = 0; t < item.text.size(); ++t) {
-        const int64_t id = item.text[t];
-        u.tokens.push_back({tp->symbol(id), tp->spoken(id), id == space_id, dur[static_cast<int64_t>(t)]});
-      }
-      // The frames past the model's multiple of n_sqz go to the last token (aligner.h).
-      const int64_t unseen = u.frames - model_frames[b].item<int64_t>();
-      u.tokens.back().frames += unseen;
+      const int64_t seen = model_frames[b].item<int64_t>();
+      const UtteranceAlignment u = utterance_alignment(item, *tp, durations[b], seen, mel_lengths[b]);
       const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), spans);
-
-      const std::string stem = o.out_dir + "/durations/" + u.id;
-      write_file(stem + ".json", durations_json(u, timing));
-      torch::Tensor frames = torch::empty({static_cast<int64_t>(u.tokens.size())}, torch::kInt32);
-      auto frames_at = frames.accessor<int32_t, 1>();
-      for (size_t t = 0; t < u.tokens.size(); ++t) frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
-      write_file(stem + ".npy", encode_npy_int32(frames));
-      write_file(o.out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing)));
-      if (o.images) {
-        const int64_t t_len = static_cast<int64_t>(item.text.size());
-        const torch::Tensor path = attn[b].slice(0, 0, t_len).slice(1, 0, u.frames - unseen);
-        write_file(o.out_dir + "/images/" + u.id + ".png", render_heatmap(path, 240).bytes);
-      }
+      const torch::Tensor path =
+          o.images ? attn[b].slice(0, 0, static_cast<int64_t>(item.text.size())).slice(1, 0, seen) : torch::Tensor();
+      write_utterance(o.out_dir, u, words, timing, path);
 
       SummaryRow& row = rows[index];
       row.id = u.id;
@@ -212,7 +231,6 @@ AlignReport align_dataset(const AlignOptions& o) {
       row.seconds = timing.seconds(u.frames);
       row.mle = mle[b].item<double>();
       row.labels_from_text = words.labels_from_text;
-      done[index] = true;
       ++report.utterances;
       report.words += words.words;
       report.word_label_fallbacks += words.labels_from_text ? 0 : 1;
@@ -229,9 +247,9 @@ AlignReport align_dataset(const AlignOptions& o) {
   }
   if (o.progress) progress.finish();
 
-  std::vector<SummaryRow> written;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (done[i]) written.push_back(rows[i]);
+  std::vector<SummaryRow> written;  // dataset order
+  for (const SummaryRow& row : rows) {
+    if (!row.id.empty()) written.push_back(row);
   }
   report.summary_path = o.out_dir + "/summary.tsv";
   write_file(report.summary_path, summary_tsv(written));
