@@ -31,12 +31,14 @@ SPEED=${MONOFLOW_CORPUS_SPEED:-160}
 RATE=22050
 
 SPEAK=${MONOFLOW_SPEAK:-${MONOFLOW_BUILD_DIR:-$ROOT/build}/bin/speak}
-if [ -x "$SPEAK" ]; then
+# The tool must work here too: a build without libespeak-ng has one that refuses to speak.
+if [ -x "$SPEAK" ] && "$SPEAK" --text=a --wav /dev/null >/dev/null 2>&1; then
   RENDERER=speak
 else
   RENDERER=espeak-ng
   command -v espeak-ng >/dev/null || { echo "make_corpus: espeak-ng is not installed (apt-get install espeak-ng)" >&2; exit 1; }
-  echo "make_corpus: warning: $SPEAK is not built: rendering with the espeak-ng command, without word timings (words/)" >&2
+  echo "make_corpus: warning: $SPEAK is not built or cannot speak (built without libespeak-ng):" \
+    "rendering with the espeak-ng command, without word timings (words/)" >&2
 fi
 mkdir -p "$OUT/wavs" "$OUT/words" "$OUT/.sums"
 
