@@ -3,10 +3,11 @@
 # checkpoint, alignment images and a synthesized wav in runs/quickstart/.
 #   scripts/quickstart.sh                 # a few minutes on a CPU, longer on a GPU
 #   MONOFLOW_QUICKSTART_MINUTES=20 scripts/quickstart.sh
-# Steps: generate the default corpus if missing (scripts/make_corpus.sh), build if needed
-# (scripts/setup.sh), fill the feature cache, train configs/quickstart.yaml (continuing a
-# previous quick-start run when there is one; one without a checkpoint is moved aside into
-# runs/quickstart/previous-<time>/), synthesize a sentence with the newest checkpoint.
+# Steps: build if needed (scripts/setup.sh), generate the default corpus if missing
+# (scripts/make_corpus.sh, with espeak-ng's word timings), fill the feature cache, train
+# configs/quickstart.yaml (continuing a previous quick-start run when there is one; one without a
+# checkpoint is moved aside into runs/quickstart/previous-<time>/), synthesize a sentence with
+# the newest checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,17 +22,18 @@ else
   MINUTES=${MONOFLOW_QUICKSTART_MINUTES:-8}
 fi
 
-if [ ! -s "$CORPUS/metadata.csv" ]; then
-  echo "quickstart: generating the default corpus into $CORPUS"
-  scripts/make_corpus.sh "$CORPUS"
-fi
-for tool in train synthesize preprocess; do
+for tool in train synthesize preprocess speak; do
   if [ ! -x "$BUILD/bin/$tool" ]; then
     echo "quickstart: building monoflow (scripts/setup.sh)"
     MONOFLOW_BUILD_DIR="$BUILD" scripts/setup.sh
     break
   fi
 done
+# After the build: the corpus is rendered by build/bin/speak (wavs and their word timings).
+if [ ! -s "$CORPUS/metadata.csv" ] || [ ! -d "$CORPUS/words" ]; then
+  echo "quickstart: generating the default corpus into $CORPUS"
+  MONOFLOW_BUILD_DIR="$BUILD" scripts/make_corpus.sh "$CORPUS"
+fi
 
 mkdir -p "$RUN"
 "$BUILD/bin/preprocess" --dataset-dir "$CORPUS" --cache-dir "$RUN/cache" >/dev/null

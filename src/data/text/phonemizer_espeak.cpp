@@ -4,43 +4,12 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "data/text/espeak_engine.h"
 #include "data/text/phonemizer.h"
 #include "data/text/utf8.h"
 
 namespace monoflow::text {
 namespace {
-
-std::mutex& espeak_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-// Guarded by espeak_mutex().
-bool g_initialised = false;
-std::string g_voice;
-
-void select_voice_locked(const std::string& voice) {
-  if (!g_initialised) {
-    const int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nullptr,
-                                       espeakINITIALIZE_DONT_EXIT);
-    if (rate < 0) {
-      throw UserError("espeak-ng could not be initialised (is espeak-ng-data installed?)");
-    }
-    g_initialised = true;
-  }
-  if (g_voice != voice) {
-    // A voice name or file ("en-us", "gmw/en"), else a language ("en-gb").
-    espeak_VOICE by_language{};
-    by_language.languages = voice.c_str();
-    if (espeak_SetVoiceByName(voice.c_str()) != EE_OK &&
-        espeak_SetVoiceByProperties(&by_language) != EE_OK) {
-      g_voice.clear();
-      throw UserError("espeak-ng has no voice '" + voice +
-                      "' (neither a voice nor a language); list them with: espeak-ng --voices");
-    }
-    g_voice = voice;
-  }
-}
 
 std::string trim_spaces(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -90,13 +59,13 @@ bool espeak_compiled_in() { return true; }
 
 Phonemizer::Phonemizer(std::string voice) : voice_(std::move(voice)) {
   std::lock_guard<std::mutex> lock(espeak_mutex());
-  select_voice_locked(voice_);
+  espeak_use_voice_locked(voice_);
 }
 
 std::string Phonemizer::phonemize(const std::string& utf8_text) const {
   const std::u32string text = utf8_decode(utf8_text);
   std::lock_guard<std::mutex> lock(espeak_mutex());
-  select_voice_locked(voice_);
+  espeak_use_voice_locked(voice_);
   std::string out;
   size_t i = 0;
   while (i < text.size()) {

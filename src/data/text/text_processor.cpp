@@ -241,6 +241,14 @@ const std::string& TextProcessor::symbol(int64_t id) const {
   return table_->symbol(id);
 }
 
+bool TextProcessor::spoken(int64_t id) const {
+  if (id == pad_id() || id == blank_id()) return false;
+  for (const unsigned char c : symbol(id)) {
+    if (std::isalnum(c) || c >= 0x80) return true;
+  }
+  return false;
+}
+
 int64_t TextProcessor::id_of(const std::string& symbol) const {
   if (options_.add_blank && symbol == kBlankName) return blank_id();
   return table_->id(symbol);

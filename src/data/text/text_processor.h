@@ -68,6 +68,9 @@ class TextProcessor {
   int64_t blank_id() const;     // num_symbols() with add_blank, -1 otherwise
   const std::string& symbol(int64_t id) const;  // "<blank>" for the blank; UserError if out of range
   int64_t id_of(const std::string& symbol) const;  // -1 when absent
+  // A token that makes a sound: a letter, digit, ARPAbet or IPA symbol (any non-ASCII byte);
+  // not pad, blank, space or punctuation. UserError for an id outside the vocabulary.
+  bool spoken(int64_t id) const;
   const std::vector<std::string>& symbols() const;
   const TextOptions& options() const { return options_; }
   // One line for logs: symbol set and size, blank, cleaners, dictionary, voice.

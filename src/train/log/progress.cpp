@@ -23,15 +23,22 @@ std::string format_eta(double seconds) {
   return buf;
 }
 
+namespace {
+
+// "[#####...............] " for `done` of `total`.
+std::string bar(int64_t done, int64_t total) {
+  constexpr int kWidth = 20;
+  const double frac = std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0);
+  const int filled = static_cast<int>(frac * kWidth);
+  return "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] ";
+}
+
+}  // namespace
+
 std::string format_progress(const ProgressInfo& p, bool with_bar) {
   std::string out;
   char buf[256];
-  if (with_bar && p.total_steps > 0) {
-    constexpr int kWidth = 20;
-    const double frac = std::clamp(static_cast<double>(p.step) / p.total_steps, 0.0, 1.0);
-    const int filled = static_cast<int>(frac * kWidth);
-    out += "[" + std::string(filled, '#') + std::string(kWidth - filled, '.') + "] ";
-  }
+  if (with_bar && p.total_steps > 0) out += bar(p.step, p.total_steps);
   if (p.total_steps > 0) {
     std::snprintf(buf, sizeof buf, "step %lld/%lld", static_cast<long long>(p.step),
                   static_cast<long long>(p.total_steps));
@@ -55,15 +62,33 @@ std::string format_progress(const ProgressInfo& p, bool with_bar) {
   return out;
 }
 
+std::string format_count_progress(const CountProgress& p, bool with_bar) {
+  std::string out = with_bar && p.total > 0 ? bar(p.done, p.total) : "";
+  char buf[256];
+  const double remaining = p.per_s > 0 ? static_cast<double>(p.total - p.done) / p.per_s : NAN;
+  std::snprintf(buf, sizeof buf, "%lld/%lld %s | %.1f %s/s | ETA %s", static_cast<long long>(p.done),
+                static_cast<long long>(p.total), p.unit.c_str(), p.per_s, p.unit.c_str(),
+                format_eta(remaining).c_str());
+  return out + buf;
+}
+
 ProgressLine::ProgressLine(std::FILE* stream)
     : stream_(stream), live_(isatty(fileno(stream)) != 0) {}
 
 void ProgressLine::update(const ProgressInfo& p) {
+  show(format_progress(p, live_));
+}
+
+void ProgressLine::update(const CountProgress& p) {
+  show(format_count_progress(p, live_));
+}
+
+void ProgressLine::show(const std::string& text) {
   if (live_) {
-    std::fprintf(stream_, "\r\033[K%s", format_progress(p, true).c_str());
+    std::fprintf(stream_, "\r\033[K%s", text.c_str());
     dirty_ = true;
   } else {
-    std::fprintf(stream_, "%s\n", format_progress(p, false).c_str());
+    std::fprintf(stream_, "%s\n", text.c_str());
   }
   std::fflush(stream_);
 }

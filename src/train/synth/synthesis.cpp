@@ -3,7 +3,6 @@
 #include <torch/script.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <sstream>
@@ -41,16 +40,6 @@ void check_bounds(const SynthesisOptions& o) {
                     std::to_string(kMaxGriffinLimIterations) + "]");
   }
   if (o.max_frames <= 0) throw UserError("--max-frames " + std::to_string(o.max_frames) + ": must be positive");
-}
-
-// A token that makes a sound: a letter, digit, ARPAbet or IPA symbol (any non-ASCII byte);
-// not pad, blank, space or punctuation.
-bool spoken(const text::TextProcessor& tp, int64_t id) {
-  if (id == tp.pad_id() || id == tp.blank_id()) return false;
-  for (const unsigned char c : tp.symbol(id)) {
-    if (std::isalnum(c) || c >= 0x80) return true;
-  }
-  return false;
 }
 
 // Frames the decoder would produce, as GlowTTSImpl::infer computes them (ceil of the
@@ -158,7 +147,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
 
   const text::TextProcessor tp(text_options(c));
   const std::vector<int64_t> ids = tp.encode(o.text);
-  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return spoken(tp, id); })) {
+  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return tp.spoken(id); })) {
     const std::string unknown = tp.unknown_report();
     throw UserError("--text '" + o.text + "': nothing to say (no letter or phoneme of the symbol set " +
                     c.data.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");

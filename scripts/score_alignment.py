@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Score `align`'s word boundaries against reference word timings.
+
+The reference is what scripts/make_corpus.sh writes beside each wav of the default corpus:
+words/<id>.tsv (word, start s, end s; a header line), espeak-ng's own word timings of that
+synthesis. The hypothesis is align's textgrids/<id>.TextGrid, its "words" tier (pauses, the
+empty intervals, are not words).
+
+    python3 scripts/score_alignment.py --textgrids aligned/textgrids \
+        --reference data/monoflow-corpus/words [--json scores.json]
+
+Standard library only, so that it runs wherever align does (the GPU machine included).
+
+Words are paired per utterance after normalisation (lower case, letters and digits only) by a
+longest-matching-blocks alignment of the two word sequences (difflib). Inside a run of differing
+words, a reference entry that espeak-ng spoke as one word ("was the") pairs with the aligned
+words it joins, and the rest pairs one to one when both sides have as many words left ("7", "15"
+against "seven", "fifteen"; "Dr" against "doctor"); what remains ("1,250" against "one thousand
+two hundred fifty") is left out and counted. Each pair gives two boundaries, the start and the
+end (of the first and last aligned word of a joined pair); the error is hypothesis minus
+reference.
+Printed: utterances, words, boundaries scored, median and mean absolute error in ms, the
+share within 10, 25 and 50 ms, and the median signed error (a constant offset shows there).
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import statistics
+import sys
+
+THRESHOLDS_MS = (10, 25, 50)
+
+
+def read_reference(path):
+    words = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        if header[:3] != ["word", "start_s", "end_s"]:
+            sys.exit(f"{path}:1: expected the header word<TAB>start_s<TAB>end_s, found {header}")
+        for n, line in enumerate(f, start=2):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 3:
+                sys.exit(f"{path}:{n}: expected 3 tab-separated fields, found {len(fields)}")
+            words.append((fields[0], float(fields[1]), float(fields[2])))
+    return words
+
+
+def _quoted(value, path, n):
+    value = value.strip()
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        sys.exit(f"{path}:{n}: expected a quoted string, found {value}")
+    return value[1:-1].replace('""', '"')
+
+
+def read_textgrid_tier(path, tier_name):
+    """The (text, xmin, xmax) intervals of one interval tier of a long-format TextGrid."""
+    tiers = {}
+    name = None
+    current = None
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, start=1):
+            line = raw.strip()
+            key, _, value = line.partition("=")
+            key = key.strip()
+            if re.fullmatch(r"item \[\d+\]:", line):
+                name, current = None, None
+            elif key == "name" and name is None:
+                name = _quoted(value, path, n)
+                tiers[name] = []
+            elif re.fullmatch(r"intervals \[\d+\]:", line):
+                current = {}
+                tiers[name].append(current)
+            elif current is not None and key in ("xmin", "xmax"):
+                current[key] = float(value)
+            elif current is not None and key == "text":
+                current["text"] = _quoted(value, path, n)
+    if tier_name not in tiers:
+        sys.exit(f"{path}: no tier named '{tier_name}' (tiers: {', '.join(tiers) or 'none'})")
+    return [(i["text"], i["xmin"], i["xmax"]) for i in tiers[tier_name]]
+
+
+def normalise(word):
+    return re.sub(r"[^0-9a-z]", "", word.lower())
+
+
+def joined_at(word, hyp, h, h1):
+    """The end k of the earliest run hyp[j:k], h <= j, whose words joined are `word`: (j, k) or None."""
+    for j in range(h, h1):
+        joined, k = "", j
+        while k < h1 and len(joined) < len(word):
+            joined += hyp[k]
+            k += 1
+        if joined == word:
+            return j, k
+    return None
+
+
+def pair_replaced(ref, hyp, r0, r1, h0, h1):
+    """Pairs inside a run of differing words: one for one where both sides have as many words left,
+    else a reference entry with the consecutive aligned words it joins ("was the" = "was" +
+    "the"); a reference entry that is neither is left out."""
+    pairs = []
+    r, h = r0, h0
+    while r < r1 and h < h1:
+        if r1 - r == h1 - h:
+            pairs.extend(((i, j, j) for i, j in zip(range(r, r1), range(h, h1))))
+            break
+        run = joined_at(ref[r], hyp, h, h1)
+        if run is not None:
+            pairs.append((r, run[0], run[1] - 1))
+            h = run[1]
+        r += 1
+    return pairs
+
+
+def pair_words(reference, hypothesis):
+    """(r, first h, last h) for each reference word paired with aligned words, as the module
+    docstring says."""
+    ref = [normalise(w) for w, _, _ in reference]
+    hyp = [normalise(w) for w, _, _ in hypothesis]
+    pairs = []
+    matcher = difflib.SequenceMatcher(None, ref, hyp, autojunk=False)
+    for op, r0, r1, h0, h1 in matcher.get_opcodes():
+        if op == "equal":
+            pairs.extend(((i, j, j) for i, j in zip(range(r0, r1), range(h0, h1))))
+        elif op == "replace":
+            pairs.extend(pair_replaced(ref, hyp, r0, r1, h0, h1))
+    return pairs
+
+
+def score(textgrid_dir, reference_dir, tier):
+    errors = []  # seconds, hypothesis - reference
+    counts = {"utterances": 0, "reference_words": 0, "aligned_words": 0, "paired_words": 0, "missing_textgrids": 0}
+    for name in sorted(os.listdir(reference_dir)):
+        if not name.endswith(".tsv"):
+            continue
+        utterance = name[:-4]
+        tg = os.path.join(textgrid_dir, utterance + ".TextGrid")
+        reference = read_reference(os.path.join(reference_dir, name))
+        if not os.path.exists(tg):
+            counts["missing_textgrids"] += 1
+            continue
+        hypothesis = [w for w in read_textgrid_tier(tg, tier) if w[0] != ""]
+        counts["utterances"] += 1
+        counts["reference_words"] += len(reference)
+        counts["aligned_words"] += len(hypothesis)
+        for r, first, last in pair_words(reference, hypothesis):
+            counts["paired_words"] += 1
+            errors.append(hypothesis[first][1] - reference[r][1])
+            errors.append(hypothesis[last][2] - reference[r][2])
+    if not errors:
+        sys.exit(f"no boundary to score: no TextGrid in {textgrid_dir} matches a reference in {reference_dir}")
+    e_ms = [1000.0 * e for e in errors]
+    a_ms = [abs(e) for e in e_ms]
+    result = dict(counts)
+    result["boundaries"] = len(e_ms)
+    result["median_abs_ms"] = statistics.median(a_ms)
+    result["mean_abs_ms"] = statistics.fmean(a_ms)
+    result["median_signed_ms"] = statistics.median(e_ms)
+    for t in THRESHOLDS_MS:
+        result[f"within_{t}ms"] = sum(a <= t for a in a_ms) / len(a_ms)
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--textgrids", required=True, help="align's textgrids/ folder")
+    ap.add_argument("--reference", required=True, help="the corpus's words/ folder (<id>.tsv)")
+    ap.add_argument("--tier", default="words", help="TextGrid tier to score (words)")
+    ap.add_argument("--json", help="also write the figures as JSON here")
+    args = ap.parse_args()
+    r = score(args.textgrids, args.reference, args.tier)
+    print(f"utterances {r['utterances']} (no TextGrid: {r['missing_textgrids']}); words: reference "
+          f"{r['reference_words']}, aligned {r['aligned_words']}, paired {r['paired_words']}; "
+          f"boundaries {r['boundaries']}")
+    print(f"median |error| {r['median_abs_ms']:.1f} ms, mean {r['mean_abs_ms']:.1f} ms, median signed "
+          f"{r['median_signed_ms']:+.1f} ms; within " +
+          ", ".join(f"{t} ms {100 * r[f'within_{t}ms']:.1f}%" for t in THRESHOLDS_MS))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(r, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

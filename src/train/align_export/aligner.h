@@ -1,0 +1,62 @@
+// Forced alignment of a dataset with a trained model (tools/align): the model's forward pass
+// with MAS over every utterance, in batches, and per utterance the durations (JSON and .npy), a
+// Praat TextGrid (token and word tiers) and optionally the MAS path as a PNG; one summary.tsv.
+//
+//   AlignOptions o;  o.checkpoint = "runs/x/checkpoints/ckpt_000004000.pt";
+//   o.dataset_dir = "data/monoflow-corpus";  o.out_dir = "aligned";
+//   AlignReport r = align_dataset(o);
+//
+// Files under out_dir (<id>: the utterance id):
+//   durations/<id>.json   id, cleaned text, tokens, token ids, durations, frame timing
+//   durations/<id>.npy    int32 [tokens]: frames per token
+//   textgrids/<id>.TextGrid
+//   images/<id>.png       with `images`: the MAS path, tokens up, frames across
+//   summary.tsv           one line per utterance (dataset order), see align_dataset
+// Durations sum to the utterance's mel frames (1 + samples / hop_length, the recipe's count):
+// the model sees only a multiple of n_sqz frames, and the up to n_sqz - 1 frames it does not see
+// are added to the last token. Seconds are frames * hop_length / sampling_rate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace monoflow::train {
+
+struct AlignOptions {
+  std::string checkpoint;   // a monoflow checkpoint (train's ckpt_*.pt)
+  std::string config;       // a config file to use instead of the checkpoint's snapshot ("": the snapshot)
+  std::vector<std::string> overrides;  // key=value applied to that config (data.on_bad_line=error)
+  std::string dataset_dir;  // LJSpeech layout (metadata.csv + wavs/); with a filelist, its base folder
+  std::string filelist;     // path|text (or path|speaker|text) lines, as data.training_files
+  std::string out_dir;
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N; MAS runs there (cuda-fast on a GPU)
+  int batch_size = 0;           // 0: the config's train.batch_size
+  std::string cache_dir;        // feature cache; "": the config's (data.cache_dir, else <run dir>/cache)
+  bool images = false;
+  // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
+  double min_pause_ms = 40.0;
+  bool progress = true;  // the progress line on stderr
+};
+
+struct AlignReport {
+  int64_t utterances = 0;       // aligned and written
+  int64_t bad_lines = 0;        // skipped under on_bad_line: skip
+  int64_t words = 0;
+  int64_t word_label_fallbacks = 0;  // utterances whose word labels came from tokens (word_intervals)
+  double audio_seconds = 0;
+  double mean_mle = 0;          // mean over utterances of the per-utterance mle
+  double elapsed_s = 0;
+  std::string backend;          // the MAS backend used
+  std::string device;
+  std::string summary_path;
+};
+
+// Runs everything above. The data section of the config (on_bad_line, the mel recipe, the text
+// front-end, n_speakers) applies; max_mel_frames does not (every utterance is aligned).
+// Bad lines (missing audio, malformed lines, unencodable text, too short audio, duplicate
+// ids) follow data.on_bad_line: skip reports each as "warning: file:line: ... (skipped)", error
+// throws a FileError naming file:line. UserError / FileError for options, config or checkpoint.
+AlignReport align_dataset(const AlignOptions& options);
+
+}  // namespace monoflow::train

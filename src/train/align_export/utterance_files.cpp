@@ -1,0 +1,49 @@
+#include "train/align_export/utterance_files.h"
+
+#include <sstream>
+
+#include "train/log/metrics_log.h"
+
+namespace monoflow::train {
+namespace {
+
+template <class T, class F>
+std::string json_list(const std::vector<T>& items, F item_text) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + item_text(items[i]);
+  return out + "]";
+}
+
+std::string json_string(const std::string& s) { return "\"" + json_escape(s) + "\""; }
+
+TextGridTier tier(const std::string& name, const std::vector<FrameInterval>& intervals, const FrameTiming& t) {
+  TextGridTier out;
+  out.name = name;
+  for (const FrameInterval& in : intervals) out.intervals.push_back({t.seconds(in.begin), t.seconds(in.end), in.label});
+  return out;
+}
+
+}  // namespace
+
+std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timing) {
+  std::ostringstream o;
+  o << "{\"id\": " << json_string(u.id) << ", \"text\": " << json_string(u.cleaned_text) << ",\n";
+  o << " \"tokens\": " << json_list(u.tokens, [](const AlignedToken& t) { return json_string(t.symbol); }) << ",\n";
+  o << " \"token_ids\": " << json_list(u.token_ids, [](int64_t id) { return std::to_string(id); }) << ",\n";
+  o << " \"durations\": " << json_list(u.tokens, [](const AlignedToken& t) { return std::to_string(t.frames); })
+    << ",\n";
+  o << " \"frames\": " << u.frames << ", \"hop_length\": " << timing.hop_length
+    << ", \"sampling_rate\": " << timing.sampling_rate << "}\n";
+  return o.str();
+}
+
+TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing) {
+  TextGrid g;
+  g.xmin = 0;
+  g.xmax = timing.seconds(u.frames);
+  g.tiers.push_back(tier("words", words.intervals, timing));
+  g.tiers.push_back(tier("tokens", token_intervals(u.tokens), timing));
+  return g;
+}
+
+}  // namespace monoflow::train

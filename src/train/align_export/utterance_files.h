@@ -1,0 +1,39 @@
+// The contents of one utterance's alignment files (aligner.h lists them): the durations JSON
+// and the TextGrid; the .npy comes from synth/npy.h and the image from log/image.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/align_export/textgrid.h"
+#include "train/align_export/word_spans.h"
+
+namespace monoflow::train {
+
+// seconds = frames * hop_length / sampling_rate.
+struct FrameTiming {
+  int hop_length = 256;
+  int sampling_rate = 22050;
+  double seconds(int64_t frames) const {
+    return static_cast<double>(frames) * hop_length / sampling_rate;
+  }
+};
+
+struct UtteranceAlignment {
+  std::string id;
+  std::string cleaned_text;
+  std::vector<int64_t> token_ids;
+  std::vector<AlignedToken> tokens;  // their frames are the durations
+  int64_t frames = 0;                // the durations' sum: the mel's frames
+};
+
+// {"id": ..., "text": cleaned, "tokens": [...], "token_ids": [...], "durations": [...],
+//  "frames": N, "hop_length": 256, "sampling_rate": 22050}
+std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timing);
+
+// Tiers "words" (word_intervals' result) and "tokens" (one interval per token, labelled with
+// its symbol), over [0, frames * hop / rate].
+TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing);
+
+}  // namespace monoflow::train

@@ -1,0 +1,103 @@
+#include "train/align_export/word_spans.h"
+
+#include <cctype>
+#include <sstream>
+
+namespace monoflow::train {
+namespace {
+
+bool sounding_char(unsigned char c) { return std::isalnum(c) || c >= 0x80; }
+
+// Punctuation around a word, ASCII only: non-ASCII bytes may be part of a letter.
+bool strip_char(unsigned char c) { return c < 0x80 && std::ispunct(c); }
+
+struct Group {
+  int64_t begin = 0, end = 0;  // frames of its spoken part
+  std::string spelled;         // its spoken part's symbols
+};
+
+// The words of the token sequence: frame ranges of the spoken part of each run between separators.
+std::vector<Group> groups_of(const std::vector<AlignedToken>& tokens) {
+  std::vector<Group> out;
+  int64_t frame = 0;
+  bool open = false;  // the current run has a spoken token
+  Group g;
+  std::string pending;  // symbols after the run's last spoken token so far (blanks, punctuation)
+  for (const AlignedToken& t : tokens) {
+    if (t.separator) {
+      if (open) out.push_back(g);
+      open = false;
+      pending.clear();
+    } else if (t.spoken) {
+      if (!open) {
+        g = Group{frame, frame, ""};
+        open = true;
+      } else {
+        g.spelled += pending;
+      }
+      pending.clear();
+      g.spelled += t.symbol;
+      g.end = frame + t.frames;
+    } else if (open && t.symbol != "<blank>") {
+      pending += t.symbol;  // inside a word ("don't") it is part of the spelling
+    }
+    frame += t.frames;
+  }
+  if (open) out.push_back(g);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> words_of(const std::string& cleaned_text) {
+  std::vector<std::string> out;
+  std::istringstream in(cleaned_text);
+  for (std::string w; in >> w;) {
+    size_t b = 0, e = w.size();
+    while (b < e && strip_char(static_cast<unsigned char>(w[b]))) ++b;
+    while (e > b && strip_char(static_cast<unsigned char>(w[e - 1]))) --e;
+    w = w.substr(b, e - b);
+    bool sounds = false;
+    for (const char c : w) sounds = sounds || sounding_char(static_cast<unsigned char>(c));
+    if (sounds) out.push_back(w);
+  }
+  return out;
+}
+
+std::vector<FrameInterval> token_intervals(const std::vector<AlignedToken>& tokens) {
+  std::vector<FrameInterval> out;
+  int64_t frame = 0;
+  for (const AlignedToken& t : tokens) {
+    out.push_back({frame, frame + t.frames, t.symbol});
+    frame += t.frames;
+  }
+  return out;
+}
+
+WordIntervals word_intervals(const std::vector<AlignedToken>& tokens, const std::vector<std::string>& words,
+                             const WordSpanOptions& options) {
+  int64_t total = 0;
+  for (const AlignedToken& t : tokens) total += t.frames;
+  std::vector<Group> groups = groups_of(tokens);
+  WordIntervals r;
+  r.words = static_cast<int64_t>(groups.size());
+  r.labels_from_text = words.size() == groups.size();
+  // Short gaps: the words meet at the gap's middle.
+  for (size_t i = 0; i + 1 < groups.size(); ++i) {
+    const int64_t gap = groups[i + 1].begin - groups[i].end;
+    if (gap < options.min_pause_frames) {
+      groups[i].end += gap / 2;
+      groups[i + 1].begin = groups[i].end;
+    }
+  }
+  int64_t frame = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    if (groups[i].begin > frame) r.intervals.push_back({frame, groups[i].begin, ""});
+    r.intervals.push_back({groups[i].begin, groups[i].end, r.labels_from_text ? words[i] : groups[i].spelled});
+    frame = groups[i].end;
+  }
+  if (frame < total || r.intervals.empty()) r.intervals.push_back({frame, total, ""});
+  return r;
+}
+
+}  // namespace monoflow::train

@@ -1,0 +1,55 @@
+// Token durations (frames per token, from MAS) -> the intervals of the token and word tiers, in
+// frames. Pure bookkeeping: no model, no tensors, no files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace monoflow::train {
+
+// One token of an utterance as the aligner saw it.
+struct AlignedToken {
+  std::string symbol;      // as TextProcessor::symbol ("a", " ", "@AH0", "<blank>")
+  bool spoken = false;     // TextProcessor::spoken: a letter, digit, ARPAbet or IPA symbol
+  bool separator = false;  // the space token, which separates words
+  int64_t frames = 0;      // its duration
+};
+
+struct FrameInterval {
+  int64_t begin = 0, end = 0;  // frames [begin, end)
+  std::string label;           // "" for a pause
+};
+
+struct WordSpanOptions {
+  // Frames between two words that are not a word's sound (the space token, punctuation, blanks)
+  // become a pause interval ("") when they last at least this long; shorter ones are split at
+  // their middle between the two words, which touch, as words do in connected speech.
+  int64_t min_pause_frames = 4;
+};
+
+// The cleaned text's words, as the word tier labels them: split at whitespace, leading and
+// trailing punctuation removed ("world." -> "world"), pieces without a letter, digit or
+// non-ASCII character ("--") dropped.
+std::vector<std::string> words_of(const std::string& cleaned_text);
+
+// One interval per token, labelled with its symbol, back to back from frame 0.
+std::vector<FrameInterval> token_intervals(const std::vector<AlignedToken>& tokens);
+
+struct WordIntervals {
+  std::vector<FrameInterval> intervals;  // contiguous over [0, total frames): words and pauses
+  int64_t words = 0;
+  bool labels_from_text = true;  // false: `words` did not match the token groups (see below)
+};
+
+// The word tier. A word is a run of tokens between separators that holds a spoken token; its
+// frames run from its first to its last spoken token, so punctuation attached to a word ("world."),
+// which tends to absorb the following silence, stays outside it. What lies between words is
+// handled as WordSpanOptions says; what lies before the first and after the last word is a
+// pause. Labels are `words` when there are as many as token groups; otherwise (a front-end that
+// splits words differently from the text, e.g. espeak-ng joining "of the") the group's spoken
+// symbols, joined.
+WordIntervals word_intervals(const std::vector<AlignedToken>& tokens, const std::vector<std::string>& words,
+                             const WordSpanOptions& options);
+
+}  // namespace monoflow::train

@@ -1,0 +1,399 @@
+// align (src/train/align_export, tools/align): the word tier's rules, TextGrids written and
+// parsed back, durations (.json, .npy) against the model's own MAS durations, and the tool end
+// to end on the tiny corpus with a checkpoint the trainer wrote, bad lines included.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "data/audio.h"
+#include "data/batch.h"
+#include "data/dataset.h"
+#include "data/manifest.h"
+#include "data/text_encoder.h"
+#include "models/glow_tts.h"
+#include "test_util.h"
+#include "tiny_corpus.h"
+#include "train/align_export/aligner.h"
+#include "train/align_export/textgrid.h"
+#include "train/align_export/utterance_files.h"
+#include "train/align_export/word_spans.h"
+#include "train/checkpoint.h"
+#include "train/config/config_io.h"
+#include "train/config/options_map.h"
+#include "train/synth/npy.h"
+#include "train/trainer.h"
+
+namespace monoflow::train {
+namespace {
+
+using testing::read_text;
+using testing::TempDir;
+
+// Character tokens of `text` with the given durations, classified as the aligner does.
+std::vector<AlignedToken> char_tokens(const std::string& text, const std::vector<int64_t>& frames) {
+  EXPECT_EQ(text.size(), frames.size());
+  std::vector<AlignedToken> out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const std::string s(1, text[i]);
+    out.push_back({s, std::isalnum(static_cast<unsigned char>(text[i])) != 0, text[i] == ' ', frames[i]});
+  }
+  return out;
+}
+
+std::vector<FrameInterval> expected(std::initializer_list<FrameInterval> l) { return l; }
+
+void expect_intervals(const std::vector<FrameInterval>& got, const std::vector<FrameInterval>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].begin, want[i].begin) << i;
+    EXPECT_EQ(got[i].end, want[i].end) << i;
+    EXPECT_EQ(got[i].label, want[i].label) << i;
+  }
+}
+
+TEST(WordSpans, WordsOfTheCleanedTextLoseTheirPunctuation) {
+  EXPECT_EQ(words_of("hello, world. -- it's 5 o'clock! "),
+            (std::vector<std::string>{"hello", "world", "it's", "5", "o'clock"}));
+  EXPECT_TRUE(words_of(" . , ").empty());
+}
+
+// "ab cd, ef.": a one-frame space between ab and cd, seven frames of ", " before ef, a final ".".
+TEST(WordSpans, ShortGapsAreSplitLongOnesArePauses) {
+  const auto tokens = char_tokens("ab cd, ef.", {2, 3, 1, 2, 2, 5, 2, 1, 1, 4});
+  const std::vector<std::string> words = {"ab", "cd", "ef"};
+  WordSpanOptions o;
+  o.min_pause_frames = 4;
+  WordIntervals w = word_intervals(tokens, words, o);
+  EXPECT_TRUE(w.labels_from_text);
+  EXPECT_EQ(w.words, 3);
+  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 17, ""}, {17, 19, "ef"}, {19, 23, ""}}));
+  o.min_pause_frames = 8;  // the 7-frame gap is split too: 3 frames to "cd", 4 to "ef"
+  w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
+  // Tokens: one interval each, back to back.
+  const auto t = token_intervals(tokens);
+  ASSERT_EQ(t.size(), 10u);
+  EXPECT_EQ(t[2].label, " ");
+  EXPECT_EQ(t[2].begin, 5);
+  EXPECT_EQ(t[9].end, 23);
+}
+
+TEST(WordSpans, BlanksAndALeadingSpaceAndAMismatchedWordList) {
+  // add_space + add_blank: " a b " -> <blank> " " <blank> a <blank> ' <blank> b ...
+  std::vector<AlignedToken> tokens;
+  auto add = [&](const std::string& s, int64_t f) {
+    tokens.push_back({s, std::isalnum(static_cast<unsigned char>(s[0])) != 0 && s != "<blank>", s == " ", f});
+  };
+  add("<blank>", 1), add(" ", 3), add("<blank>", 1);   // leading pause: 5 frames
+  add("i", 2), add("<blank>", 1), add("'", 1), add("<blank>", 1), add("m", 2);  // "i'm": frames 5..12
+  add("<blank>", 1), add(" ", 1), add("<blank>", 1);   // a 3-frame gap
+  add("o", 2), add("k", 2), add("<blank>", 6);          // "ok", then a trailing pause
+  WordSpanOptions o;
+  o.min_pause_frames = 4;
+  WordIntervals w = word_intervals(tokens, {"i'm", "ok"}, o);
+  expect_intervals(w.intervals, expected({{0, 5, ""}, {5, 13, "i'm"}, {13, 19, "ok"}, {19, 25, ""}}));
+  // A word list that does not match the token groups: the groups spell the labels.
+  w = word_intervals(tokens, {"im", "o", "k"}, o);
+  EXPECT_FALSE(w.labels_from_text);
+  EXPECT_EQ(w.intervals[1].label, "i'm");
+  EXPECT_EQ(w.intervals[2].label, "ok");
+}
+
+UtteranceAlignment example_alignment() {
+  UtteranceAlignment u;
+  u.id = "ex-1";
+  u.cleaned_text = "ab cd, \"ef\".";
+  const std::string text = "ab cd, \"ef\".";
+  u.tokens = char_tokens(text, {2, 3, 1, 2, 2, 5, 2, 1, 1, 1, 1, 4});
+  for (const auto& t : u.tokens) {
+    u.token_ids.push_back(static_cast<unsigned char>(t.symbol[0]));
+    u.frames += t.frames;
+  }
+  return u;
+}
+
+TEST(TextGrid, WrittenThenParsedBackCoversTheUtteranceContiguously) {
+  const UtteranceAlignment u = example_alignment();
+  const FrameTiming timing{256, 22050};
+  const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), WordSpanOptions{});
+  const std::string text = format_textgrid(alignment_textgrid(u, words, timing));
+  EXPECT_EQ(text.rfind("File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n", 0), 0u) << text;
+  const TextGrid g = parse_textgrid(text, "ex-1.TextGrid");
+  const double total = 25.0 * 256 / 22050;
+  EXPECT_EQ(g.xmin, 0.0);
+  EXPECT_EQ(g.xmax, total);
+  ASSERT_EQ(g.tiers.size(), 2u);
+  EXPECT_EQ(g.tiers[0].name, "words");
+  EXPECT_EQ(g.tiers[1].name, "tokens");
+  for (const TextGridTier& tier : g.tiers) {
+    ASSERT_FALSE(tier.intervals.empty());
+    EXPECT_EQ(tier.intervals.front().xmin, 0.0) << tier.name;
+    EXPECT_EQ(tier.intervals.back().xmax, total) << tier.name;
+    for (size_t i = 0; i < tier.intervals.size(); ++i) {
+      EXPECT_LT(tier.intervals[i].xmin, tier.intervals[i].xmax) << tier.name << " " << i;
+      if (i > 0) EXPECT_EQ(tier.intervals[i].xmin, tier.intervals[i - 1].xmax) << tier.name << " " << i;
+    }
+  }
+  // Words: ab, cd, a pause of ", \"" (8 frames >= the default 4), ef, then a pause of "\".".
+  std::vector<std::string> labels;
+  for (const auto& in : g.tiers[0].intervals) labels.push_back(in.text);
+  EXPECT_EQ(labels, (std::vector<std::string>{"ab", "cd", "", "ef", ""}));
+  const std::vector<int64_t> word_edges = {0, 5, 10, 18, 20, 25};
+  for (size_t i = 0; i < g.tiers[0].intervals.size(); ++i) {
+    EXPECT_EQ(g.tiers[0].intervals[i].xmin, static_cast<double>(word_edges[i]) * 256 / 22050) << i;
+  }
+  // Tokens: every symbol, quotes and spaces included, at frames * hop / rate.
+  int64_t frame = 0;
+  ASSERT_EQ(g.tiers[1].intervals.size(), u.tokens.size());
+  for (size_t i = 0; i < u.tokens.size(); ++i) {
+    EXPECT_EQ(g.tiers[1].intervals[i].text, u.tokens[i].symbol) << i;
+    EXPECT_EQ(g.tiers[1].intervals[i].xmin, static_cast<double>(frame) * 256 / 22050) << i;
+    frame += u.tokens[i].frames;
+  }
+}
+
+TEST(TextGrid, WhatIsNotALongTextGridIsRefusedWithItsLine) {
+  const UtteranceAlignment u = example_alignment();
+  const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), WordSpanOptions{});
+  std::string text = format_textgrid(alignment_textgrid(u, words, FrameTiming{}));
+  text.replace(text.find("intervals: size = 5"), 19, "intervals: size = 6");
+  try {
+    parse_textgrid(text, "x.TextGrid");
+    FAIL() << "parsed a TextGrid with a wrong count";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.file(), "x.TextGrid");
+    EXPECT_GT(e.line(), 10);
+    EXPECT_NE(std::string(e.what()).find("intervals ["), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_textgrid("File type = \"ooTextFile short\"\n", "y"), FileError);
+}
+
+TEST(Npy, Int32AndFloat32ReadBackAsWritten) {
+  const auto ints = torch::tensor({3, 0, 7, 12, 1}, torch::kInt64);
+  const torch::Tensor back = decode_npy(encode_npy_int32(ints), "d.npy");
+  EXPECT_EQ(back.scalar_type(), torch::kInt32);
+  EXPECT_TRUE(torch::equal(back, ints.to(torch::kInt32)));
+  const auto floats = torch::randn({4, 3});
+  EXPECT_TRUE(torch::equal(decode_npy(encode_npy_float32(floats), "m.npy"), floats));
+  std::string truncated = encode_npy_int32(ints);
+  truncated.pop_back();
+  EXPECT_THROW(decode_npy(truncated, "t.npy"), FileError);
+  EXPECT_THROW(decode_npy("not numpy", "n.npy"), FileError);
+}
+
+// scripts/score_alignment.py on a TextGrid whose words are off by known amounts.
+TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
+  const std::string python = MONOFLOW_TEST_PYTHON;  // the script needs the standard library only
+  if (python.empty()) GTEST_SKIP() << "no Python configured";
+  TempDir dir;
+  ASSERT_EQ(std::system(("mkdir -p " + (dir / "tg") + " " + (dir / "words")).c_str()), 0);
+  // Reference: espeak-ng's words as written ("7", "1,250"); the hypothesis: align's cleaned words.
+  std::ofstream(dir / "words/u1.tsv") << "word\tstart_s\tend_s\nThe\t0.100\t0.300\n7\t0.300\t0.600\n"
+                                         "fifteen\t0.700\t1.000\n1,250\t1.000\t1.500\nwas the\t1.500\t1.800\n";
+  TextGrid g;
+  g.xmax = 1.9;
+  g.tiers.push_back({"words",
+                     {{0, 0.105, ""}, {0.105, 0.320, "the"}, {0.320, 0.640, "seven"}, {0.640, 0.800, ""},
+                      {0.800, 1.000, "fifteen"}, {1.000, 1.200, "one"}, {1.200, 1.500, "thousand"},
+                      {1.500, 1.620, "was"}, {1.620, 1.805, "the"}, {1.805, 1.9, ""}}});
+  g.tiers.push_back({"tokens", {{0, 1.9, "x"}}});
+  std::ofstream(dir / "tg/u1.TextGrid") << format_textgrid(g);
+  int status = 0;
+  const std::string script = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/score_alignment.py";
+  const std::string out = testing::run_command(python + " " + script + " --textgrids " + (dir / "tg") +
+                                                   " --reference " + (dir / "words") + " --json " + (dir / "s.json") +
+                                                   " 2>&1",
+                                               &status);
+  ASSERT_EQ(status, 0) << out;
+  // Pairs: the/The, seven/7 (one for one), fifteen, "was the" (espeak-ng's joined word) with "was"
+  // and "the"; "1,250" against "one thousand" is left out. Errors (ms): starts +5, +20, +100, 0;
+  // ends +20, +40, 0, +5 -> |e| sorted 0 0 5 5 20 20 40 100.
+  const std::string json = read_text(dir / "s.json");
+  auto number = [&](const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    EXPECT_NE(at, std::string::npos) << key << " in " << json;
+    return std::atof(json.c_str() + at + key.size() + 4);
+  };
+  EXPECT_EQ(number("paired_words"), 4);
+  EXPECT_EQ(number("reference_words"), 5);
+  EXPECT_EQ(number("aligned_words"), 7);
+  EXPECT_EQ(number("boundaries"), 8);
+  EXPECT_NEAR(number("median_abs_ms"), 12.5, 1e-6);
+  EXPECT_NEAR(number("within_10ms"), 4.0 / 8, 1e-9);
+  EXPECT_NEAR(number("within_25ms"), 6.0 / 8, 1e-9);
+  EXPECT_NEAR(number("within_50ms"), 7.0 / 8, 1e-9);
+  EXPECT_NE(out.find("median |error| 12.5 ms"), std::string::npos) << out;
+}
+
+// The value list after "key": [ in the durations JSON.
+std::vector<int64_t> json_ints(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": [");
+  EXPECT_NE(at, std::string::npos) << key;
+  std::istringstream in(json.substr(json.find('[', at) + 1, json.find(']', at) - json.find('[', at) - 1));
+  std::vector<int64_t> out;
+  for (std::string v; std::getline(in, v, ',');) out.push_back(std::stoll(v));
+  return out;
+}
+
+int64_t json_int(const std::string& json, const std::string& key) {
+  const size_t at = json.find("\"" + key + "\": ");
+  EXPECT_NE(at, std::string::npos) << key;
+  return std::stoll(json.substr(at + key.size() + 4));
+}
+
+// A tiny corpus and a checkpoint of three training steps, shared by the end-to-end tests.
+class AlignRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    testing::write_tiny_corpus(*dir_ / "corpus");
+    const Config c = testing::tiny_config(*dir_ / "corpus", *dir_ / "run", 3);
+    RunOptions ro;
+    ro.quiet = true;
+    ro.config_yaml = to_yaml(c);
+    checkpoint_ = new std::string(train(c, ro).checkpoint);
+  }
+  static void TearDownTestSuite() {
+    delete checkpoint_;
+    delete dir_;
+  }
+  static TempDir* dir_;
+  static std::string* checkpoint_;
+};
+TempDir* AlignRun::dir_ = nullptr;
+std::string* AlignRun::checkpoint_ = nullptr;
+
+// The durations files hold the model's own MAS durations (computed here one utterance at a time),
+// with the frames the model does not see (past its multiple of n_sqz) on the last token, and sum
+// to the mel's frames; the TextGrid spans them.
+TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
+  ASSERT_FALSE(checkpoint_->empty());
+  AlignOptions o;
+  o.checkpoint = *checkpoint_;
+  o.dataset_dir = *dir_ / "corpus";
+  o.out_dir = *dir_ / "aligned";
+  o.device = "cpu";
+  o.batch_size = 1;
+  o.progress = false;
+  const AlignReport r = align_dataset(o);
+  EXPECT_EQ(r.utterances, 10);
+  EXPECT_EQ(r.bad_lines, 0);
+  EXPECT_EQ(r.backend, "cpu");
+  EXPECT_EQ(r.word_label_fallbacks, 0);
+  EXPECT_TRUE(std::isfinite(r.mean_mle));
+
+  // The model, as align builds it, run by hand.
+  const Config c = parse_config(read_checkpoint_state(*checkpoint_).config_yaml, "snapshot");
+  auto tp = std::make_shared<const text::TextProcessor>(text_options(c));
+  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
+  load_checkpoint(*checkpoint_, *model, nullptr);
+  model->set_ddi(false);
+  model->eval();
+  data::BadLines bad("error");
+  data::DataOptions d = data_options(c);
+  d.max_mel_frames = 0;
+  const data::TtsDataset dataset(data::read_ljspeech(*dir_ / "corpus", bad), d, data::text_encoder(tp), bad);
+  ASSERT_EQ(dataset.size(), 10u);
+  align::MasOptions mas;
+  torch::NoGradGuard no_grad;
+  int64_t words = 0;
+  for (size_t i = 0; i < dataset.size(); ++i) {
+    const data::DatasetItem& item = dataset.item(i);
+    const data::Batch b = data::collate({dataset.get(i, 0)});
+    const auto out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, mas);
+    std::vector<int64_t> want(item.text.size());
+    for (size_t t = 0; t < want.size(); ++t) want[t] = out.durations[0][static_cast<int64_t>(t)].item<int64_t>();
+    const int64_t mel_frames = b.mel_lengths[0].item<int64_t>();
+    want.back() += mel_frames - out.y_lengths[0].item<int64_t>();
+    EXPECT_EQ(mel_frames, data::probe_audio(item.utterance.audio_path).frames / 256 + 1);
+
+    const std::string stem = o.out_dir + "/durations/" + item.utterance.id;
+    const std::string json = read_text(stem + ".json");
+    EXPECT_EQ(json_ints(json, "durations"), want) << item.utterance.id;
+    EXPECT_EQ(json_ints(json, "token_ids"), item.text) << item.utterance.id;
+    EXPECT_EQ(json_int(json, "frames"), mel_frames);
+    const torch::Tensor npy = decode_npy(read_text(stem + ".npy"), stem + ".npy");
+    ASSERT_EQ(npy.numel(), static_cast<int64_t>(want.size()));
+    EXPECT_EQ(npy.sum().item<int64_t>(), mel_frames);
+    for (size_t t = 0; t < want.size(); ++t) EXPECT_EQ(npy[static_cast<int64_t>(t)].item<int32_t>(), want[t]);
+
+    const std::string tg_path = o.out_dir + "/textgrids/" + item.utterance.id + ".TextGrid";
+    const TextGrid g = parse_textgrid(read_text(tg_path), tg_path);
+    EXPECT_EQ(g.xmax, static_cast<double>(mel_frames) * 256 / 22050);
+    std::vector<std::string> labels;
+    for (const auto& in : g.tiers.at(0).intervals) {
+      if (!in.text.empty()) labels.push_back(in.text);
+    }
+    EXPECT_EQ(labels, words_of(tp->clean(item.utterance.text))) << item.utterance.id;
+    words += static_cast<int64_t>(labels.size());
+    EXPECT_EQ(g.tiers.at(1).intervals.size(), item.text.size());
+  }
+  EXPECT_EQ(r.words, words);
+  const std::string summary = read_text(r.summary_path);
+  EXPECT_EQ(summary.rfind("id\tsource\ttokens\twords\tframes\tseconds\tmle\tword_labels\n", 0), 0u);
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 11);
+  EXPECT_NE(summary.find("TINY-100\t" + (*dir_ / "corpus") + "/metadata.csv:1\t"), std::string::npos) << summary;
+}
+
+// The tool on a filelist with a missing wav and a malformed line: skipped and named under
+// on_bad_line: skip, a clear error (exit 1, nothing written) under error.
+TEST_F(AlignRun, TheToolSkipsBadLinesOrStopsAtTheFirst) {
+  const std::string filelist = *dir_ / "list.txt";
+  {
+    std::ofstream fl(filelist);
+    const std::string meta = read_text(*dir_ / "corpus/metadata.csv");
+    std::istringstream lines(meta);
+    for (std::string line; std::getline(lines, line);) {
+      const std::string id = line.substr(0, line.find('|'));
+      const std::string text = line.substr(line.rfind('|') + 1);
+      fl << (*dir_ / "corpus/wavs") << "/" << id << ".wav|" << text << "\n";
+    }
+    fl << (*dir_ / "corpus/wavs") << "/MISSING.wav|a missing file.\n";  // line 11
+    fl << "no separator on this line\n";                                  // line 12
+  }
+  const std::string base = std::string(MONOFLOW_ALIGN_EXE) + " --checkpoint " + *checkpoint_ + " --filelist " +
+                           filelist + " --device cpu --batch-size 4 -q";
+  int status = 0;
+  std::string out = testing::run_command(base + " --out " + (*dir_ / "skip") + " --images 2>&1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find(filelist + ":11: "), std::string::npos) << out;
+  EXPECT_NE(out.find(filelist + ":12: "), std::string::npos) << out;
+  EXPECT_NE(out.find("(skipped)"), std::string::npos) << out;
+  EXPECT_NE(out.find("align: 10 utterances"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 bad line(s) skipped"), std::string::npos) << out;
+  const std::string summary = read_text(*dir_ / "skip/summary.tsv");
+  EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 11) << summary;
+  EXPECT_EQ(read_text(*dir_ / "skip/images/TINY-104.png").substr(1, 3), "PNG");
+  EXPECT_FALSE(read_text(*dir_ / "skip/textgrids/TINY-109.TextGrid").empty());
+
+  // Under error: the malformed line is found while the list is read, before any audio is opened.
+  out = testing::run_command(base + " --out " + (*dir_ / "error") + " --set data.on_bad_line=error 2>&1", &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ": " << out;
+  EXPECT_NE(out.find("align: error: " + filelist + ":12: expected 2 '|'-separated fields"), std::string::npos) << out;
+  EXPECT_EQ(read_text(*dir_ / "error/summary.tsv"), "");
+  // Without it, the missing audio.
+  const std::string list = read_text(filelist);
+  std::ofstream(filelist, std::ios::trunc) << list.substr(0, list.rfind("no separator"));
+  out = testing::run_command(base + " --out " + (*dir_ / "error") + " --set data.on_bad_line=error 2>&1", &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ": " << out;
+  EXPECT_NE(out.find("align: error: " + filelist + ":11: "), std::string::npos) << out;
+  EXPECT_NE(out.find("MISSING.wav"), std::string::npos) << out;
+  EXPECT_EQ(read_text(*dir_ / "error/summary.tsv"), "");
+
+  // No dataset at all, or an unknown option value: errors that say what to give.
+  out = testing::run_command(std::string(MONOFLOW_ALIGN_EXE) + " --checkpoint " + *checkpoint_ + " --out " +
+                                 (*dir_ / "none") + " 2>&1", &status);
+  EXPECT_NE(out.find("give --dataset-dir DIR or --filelist FILE"), std::string::npos) << out;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << out;
+}
+
+}  // namespace
+}  // namespace monoflow::train
