@@ -146,16 +146,20 @@ TEST(TextGrid, WrittenThenParsedBackCoversTheUtteranceContiguously) {
   std::vector<std::string> labels;
   for (const auto& in : g.tiers[0].intervals) labels.push_back(in.text);
   EXPECT_EQ(labels, (std::vector<std::string>{"ab", "cd", "", "ef", ""}));
+  // Inside the utterance a boundary before frame s lies at (s - 0.5) * hop / rate (frame s is
+  // centred on s * hop); the first is 0, the last the end.
+  const auto at = [](int64_t s) { return s == 0 ? 0.0 : (static_cast<double>(s) - 0.5) * 256 / 22050; };
   const std::vector<int64_t> word_edges = {0, 5, 10, 18, 20, 25};
   for (size_t i = 0; i < g.tiers[0].intervals.size(); ++i) {
-    EXPECT_EQ(g.tiers[0].intervals[i].xmin, static_cast<double>(word_edges[i]) * 256 / 22050) << i;
+    EXPECT_EQ(g.tiers[0].intervals[i].xmin, at(word_edges[i])) << i;
   }
-  // Tokens: every symbol, quotes and spaces included, at frames * hop / rate.
+  EXPECT_EQ(g.tiers[0].intervals[1].xmin, 4.5 * 256 / 22050);
+  // Tokens: every symbol, quotes and spaces included, each from its first frame.
   int64_t frame = 0;
   ASSERT_EQ(g.tiers[1].intervals.size(), u.tokens.size());
   for (size_t i = 0; i < u.tokens.size(); ++i) {
     EXPECT_EQ(g.tiers[1].intervals[i].text, u.tokens[i].symbol) << i;
-    EXPECT_EQ(g.tiers[1].intervals[i].xmin, static_cast<double>(frame) * 256 / 22050) << i;
+    EXPECT_EQ(g.tiers[1].intervals[i].xmin, at(frame)) << i;
     frame += u.tokens[i].frames;
   }
 }

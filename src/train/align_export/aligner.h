@@ -14,7 +14,7 @@
 //   summary.tsv           one line per utterance (dataset order), see align_dataset
 // Durations sum to the utterance's mel frames (1 + samples / hop_length, the recipe's count):
 // the model sees only a multiple of n_sqz frames, and the up to n_sqz - 1 frames it does not see
-// are added to the last token. Seconds are frames * hop_length / sampling_rate.
+// are added to the last token. TextGrid times: FrameTiming::boundary (utterance_files.h).
 #pragma once
 
 #include <cstdint>

@@ -16,10 +16,13 @@ std::string json_list(const std::vector<T>& items, F item_text) {
 
 std::string json_string(const std::string& s) { return "\"" + json_escape(s) + "\""; }
 
-TextGridTier tier(const std::string& name, const std::vector<FrameInterval>& intervals, const FrameTiming& t) {
+TextGridTier tier(const std::string& name, const std::vector<FrameInterval>& intervals, const FrameTiming& t,
+                  int64_t total) {
   TextGridTier out;
   out.name = name;
-  for (const FrameInterval& in : intervals) out.intervals.push_back({t.seconds(in.begin), t.seconds(in.end), in.label});
+  for (const FrameInterval& in : intervals) {
+    out.intervals.push_back({t.boundary(in.begin, total), t.boundary(in.end, total), in.label});
+  }
   return out;
 }
 
@@ -41,8 +44,8 @@ TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& wo
   TextGrid g;
   g.xmin = 0;
   g.xmax = timing.seconds(u.frames);
-  g.tiers.push_back(tier("words", words.intervals, timing));
-  g.tiers.push_back(tier("tokens", token_intervals(u.tokens), timing));
+  g.tiers.push_back(tier("words", words.intervals, timing, u.frames));
+  g.tiers.push_back(tier("tokens", token_intervals(u.tokens), timing, u.frames));
   return g;
 }
 

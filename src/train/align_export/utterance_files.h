@@ -11,12 +11,20 @@
 
 namespace monoflow::train {
 
-// seconds = frames * hop_length / sampling_rate.
+// Frame counts to seconds: a length is frames * hop_length / sampling_rate; a boundary, see boundary().
 struct FrameTiming {
   int hop_length = 256;
   int sampling_rate = 22050;
   double seconds(int64_t frames) const {
     return static_cast<double>(frames) * hop_length / sampling_rate;
+  }
+  // Where the boundary between frames `frame` - 1 and `frame` lies in time, of an utterance of
+  // `total` frames. The STFT is centred, so frame s stands for the audio around s * hop, and the
+  // boundary falls half a hop before it; the first boundary is 0 and the last the TextGrid's end.
+  double boundary(int64_t frame, int64_t total) const {
+    if (frame <= 0) return 0.0;
+    if (frame >= total) return seconds(total);
+    return (static_cast<double>(frame) - 0.5) * hop_length / sampling_rate;
   }
 };
 
