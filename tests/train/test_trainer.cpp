@@ -30,15 +30,7 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // One corpus for the whole suite.
-const std::string& corpus() {
-  static TempDir* dir = new TempDir();  // lives until exit
-  static const std::string path = [] {
-    const std::string p = *dir / "corpus";
-    testing::write_tiny_corpus(p);
-    return p;
-  }();
-  return path;
-}
+const std::string& corpus() { return testing::suite_corpus(); }
 
 RunSummary run(const Config& c, const std::string& resume = "") {
   RunOptions o;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "test_util.h"
 #include "train/config/config_io.h"
 #include "train/log/image.h"
 #include "train/synth/wav.h"
@@ -40,6 +41,17 @@ inline void write_tiny_corpus(const std::string& dir) {
 }
 
 // A small model that trains in well under a second per step on a CPU.
+// One tiny corpus per test process, written on first use, in a folder that lives until exit.
+inline const std::string& suite_corpus() {
+  static TempDir* dir = new TempDir();
+  static const std::string path = [] {
+    const std::string p = *dir / "corpus";
+    write_tiny_corpus(p);
+    return p;
+  }();
+  return path;
+}
+
 inline std::string tiny_config_yaml(const std::string& corpus, const std::string& run_dir, int max_steps) {
   return "train:\n"
          "  seed: 1234\n  batch_size: 4\n  learning_rate: 1.0\n  warmup_steps: 20\n  log_interval: 1\n"
