@@ -225,9 +225,7 @@ class RowsAffine : public torch::autograd::Function<RowsAffine> {
     torch::Tensor grad_rows, grad_weight;
     if (ctx->needs_input_grad(0)) grad_rows = g.mm(w.t()).to(dtype_of("rows_dtype"));
     if (ctx->needs_input_grad(1)) grad_weight = r.t().mm(g).to(dtype_of("weight_dtype"));
-    const torch::Tensor ones = torch::ones({g.size(0)}, g.options());
-    const torch::Tensor grad_bias = torch::mv(g.t(), ones).to(dtype_of("bias_dtype"));
-    return {grad_rows, grad_weight, grad_bias};
+    return {grad_rows, grad_weight, column_sums(g, dtype_of("bias_dtype"))};
   }
 };
 

@@ -121,7 +121,7 @@ struct GraphedTrainStep::Impl {
     options.check_finite = true;
     options.mas.deferred_flags = flags;
     // NCCL makes its communicator at a group's first collective, which no capture may hold.
-    if (dist != nullptr) dist->sum_on_stream(flat);
+    if (dist != nullptr) dist->start_sum(flat)();
     pool = at::cuda::graph_pool_handle();
   }
 
@@ -162,7 +162,7 @@ struct GraphedTrainStep::Impl {
     const torch::Tensor skip_here = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
     shared.copy_(torch::stack({skip_here.to(torch::kFloat32), l.mle.detach(), l.dur.detach()}));
     if (dist != nullptr) {
-      dist->sum_on_stream(flat);
+      dist->start_sum(flat)();
       flat.div_(dist->world_size());
     }
     const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);

@@ -120,10 +120,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   std::unique_ptr<GradientReducer> reducer;
   if (ranks > 1) {  // as the trainer: one set of weights, gradients averaged
     so.distributed = o.distributed;
-    std::vector<torch::Tensor> state;
-    for (const auto& p : model->parameters()) state.push_back(p.data());
-    for (const auto& b : model->buffers()) state.push_back(b);
-    o.distributed->broadcast(state);
+    o.distributed->broadcast_module(*model);
     if (mode == "eager") {
       reducer = std::make_unique<GradientReducer>(*o.distributed, model->parameters());
       so.reducer = reducer.get();

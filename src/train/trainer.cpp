@@ -100,7 +100,6 @@ class Trainer {
   void say(const std::string& text) {
     if (!o_.quiet && main_) progress_.message(text);
   }
-  void broadcast_model();
   bool any_rank(bool flag) { return dist_->any_rank(flag); }  // host only: no GPU wait
   int signal_of_any_rank();
   void save_rank_debug_copy();
@@ -257,15 +256,6 @@ void Trainer::claim_run_directory() {
                                         "/), or pick another --run-dir");
 }
 
-// Rank 0's parameters and buffers into every rank (after init and after DDI).
-void Trainer::broadcast_model() {
-  if (dist_->world_size() == 1) return;
-  std::vector<torch::Tensor> tensors;
-  for (const auto& p : model_->parameters()) tensors.push_back(p.data());
-  for (const auto& b : model_->buffers()) tensors.push_back(b);
-  dist_->broadcast(tensors);
-}
-
 // The signal that stopped the run, known on every rank (a rank that got none takes its
 // peers'): the mean over the ranks that got one. Called by all ranks together.
 int Trainer::signal_of_any_rank() {
@@ -350,7 +340,7 @@ void Trainer::restore_or_initialise() {
   }
   if (dist_->world_size() > 1) {
     // Every rank starts from rank 0's weights (a resumed run loaded the same file everywhere).
-    broadcast_model();
+    dist_->broadcast_module(*model_);
     // Different dropout on each rank; rank 0 keeps its own stream (the one its checkpoints save).
     if (!main_) torch::manual_seed(static_cast<uint64_t>(c_.train.seed) + 1000003ULL * dist_->rank() +
                                    static_cast<uint64_t>(step_));
@@ -566,7 +556,7 @@ std::optional<data::Batch> Trainer::initialise_actnorms() {
     say("data-dependent initialisation (DDI) done on the first batch");
   }
   // Each rank initialised its ActNorms from its own batch: all take rank 0's.
-  broadcast_model();
+  dist_->broadcast_module(*model_);
   ddi_pending_ = false;
   return first;
 }

@@ -121,6 +121,14 @@ void Distributed::broadcast(const std::vector<torch::Tensor>& tensors) {
   }
 }
 
+void Distributed::broadcast_module(const torch::nn::Module& module) {
+  if (!group_) return;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& p : module.parameters()) tensors.push_back(p.data());
+  for (const auto& b : module.buffers()) tensors.push_back(b);
+  broadcast(tensors);
+}
+
 void Distributed::average_gradients(const std::vector<torch::Tensor>& parameters) {
   if (!group_) return;
   torch::NoGradGuard no_grad;
@@ -149,13 +157,6 @@ std::function<void()> Distributed::start_sum(torch::Tensor flat) {
   sum.reduceOp = c10d::ReduceOp::SUM;
   c10::intrusive_ptr<c10d::Work> work = group_->backend->allreduce(buffer, sum);
   return [work] { work->wait(); };
-}
-
-void Distributed::sum_on_stream(torch::Tensor flat) {
-  // The all-reduce runs on the group's stream, which waits for the current one; wait() makes
-  // the current stream wait for it in turn. Under capture both waits are graph edges (the
-  // pattern PyTorch's DDP uses inside CUDA graphs).
-  start_sum(std::move(flat))();
 }
 
 namespace {

@@ -49,14 +49,15 @@ class Distributed {
 
   // Copies rank 0's values into every rank's tensors (parameters and buffers after init/DDI).
   void broadcast(const std::vector<torch::Tensor>& tensors);
+  // Rank 0's parameters and buffers of `module` into every rank's (after init and after DDI).
+  void broadcast_module(const torch::nn::Module& module);
   // Replaces each defined gradient by its mean over ranks: one flat all-reduce per dtype.
   void average_gradients(const std::vector<torch::Tensor>& parameters);
   // Starts summing `flat` over ranks, in place; the returned function waits for the result
-  // (for GradientReducer, which overlaps the sums with backward).
+  // (for GradientReducer, which overlaps the sums with backward). On NCCL the sum runs on the
+  // group's stream after the current one, and waiting makes the current stream wait for it:
+  // under a CUDA graph capture both waits become graph edges (as PyTorch's DDP does there).
   std::function<void()> start_sum(torch::Tensor flat);
-  // Sums `flat` over ranks in place on the current stream, ready when the stream reaches it:
-  // the form a CUDA graph can capture (the NCCL kernel joins the graph).
-  void sum_on_stream(torch::Tensor flat);
   // Host scalars through the control group (no GPU involved).
   double average(double value);             // mean over ranks (for logging losses)
   bool any_rank(bool flag);                 // whether some rank's flag is set
