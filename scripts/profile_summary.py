@@ -24,6 +24,8 @@ SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchr
 
 
 def short_kernel_name(name):
+    name = name.replace("(anonymous namespace)::", "")
+    name = re.sub(r"^void ", "", name)       # a return type, where the name has one
     name = re.sub(r"<.*", "", name)          # drop template arguments
     name = re.sub(r"\(.*", "", name)         # and the argument list
     return name.split("::")[-1][:60]
@@ -80,6 +82,7 @@ def main():
 
     op_names = launching_ops(events)
     rows, kernel_time, op_time = [], collections.Counter(), collections.Counter()
+    op_kernel_time, op_kernel_calls = collections.Counter(), collections.Counter()
     for start, stop in steps:
         inside = [e for e in events if start <= e["ts"] <= stop]
         gpu = [e for e in inside if e.get("cat") in GPU_CATS]
@@ -92,6 +95,9 @@ def main():
                 op = op_names.get(e.get("args", {}).get("correlation"))
                 if op:
                     op_time[op] += e["dur"] / 1000.0
+                    pair = "%s | %s" % (op, short_kernel_name(e["name"]))
+                    op_kernel_time[pair] += e["dur"] / 1000.0
+                    op_kernel_calls[pair] += 1
         rows.append({
             "wall_ms": wall,
             "gpu_busy_ms": busy,
@@ -111,13 +117,17 @@ def main():
         print("  ".join("%14.2f" % r[k] if isinstance(r[k], float) else "%14d" % r[k] for k in keys))
     print("median: " + ", ".join("%s %.2f" % (k, statistics.median(r[k] for r in rows)) for k in keys))
     total = sum(kernel_time.values())
-    print("GPU kernel time by kernel (all profiled steps, %.1f ms):" % total)
+    print("GPU kernel time per step by kernel (%.1f ms per step):" % (total / len(rows)))
     for name, ms in kernel_time.most_common(args.top):
         print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name))
     if op_time:
         print("GPU kernel time by launching op (outer / inner):")
         for name, ms in op_time.most_common(args.top):
             print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name[:110]))
+        print("GPU kernel time per step by launching op and kernel (calls per step):")
+        for name, ms in op_kernel_time.most_common(args.top * 2):
+            calls = op_kernel_calls[name] / len(rows)
+            print("  %6.2f ms %5.1f%% %5.0f  %s" % (ms / len(rows), 100.0 * ms / total, calls, name[:140]))
 
 
 if __name__ == "__main__":

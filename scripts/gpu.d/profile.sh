@@ -9,7 +9,7 @@ BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "profile.sh: $BIN not built, skipped"; exit 0; }
 echo "== profile of the training step (Kineto)"
 timeout "${PROFILE_TIMEOUT:-240}" "$BIN" --config configs/ljspeech.yaml --backends cuda-fast \
-  --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes eager,graph --steps 10 --profile "$OUT/profile" \
+  --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes "${PROFILE_MODES:-eager,graph}" --steps 10 --profile "$OUT/profile" \
   > /dev/null 2> "$OUT/profile_bench.log"
 rc=$?
 [ $rc -eq 0 ] || { echo "bench_train_step --profile exit $rc"; tail -5 "$OUT/profile_bench.log"; }

@@ -1,5 +1,7 @@
 #include "models/attentions.h"
 
+#include "models/conv_bias.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -34,10 +36,10 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t channels, int64_t out_cha
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& c,
                                               const torch::Tensor& attn_mask) {
-  auto q = conv_q->forward(x);
-  auto k = conv_k->forward(c);
-  auto v = conv_v->forward(c);
-  return conv_o->forward(attention(q, k, v, attn_mask));
+  auto q = conv1d_forward(*conv_q, x);
+  auto k = conv1d_forward(*conv_k, c);
+  auto v = conv1d_forward(*conv_v, c);
+  return conv1d_forward(*conv_o, attention(q, k, v, attn_mask));
 }
 
 torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& emb, int64_t length) const {
@@ -105,9 +107,9 @@ FFNImpl::FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_chann
 }
 
 torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask) {
-  auto y = torch::relu(conv_1->forward(x * x_mask));
+  auto y = torch::relu(conv1d_forward(*conv_1, x * x_mask));
   y = torch::dropout(y, p_dropout_, is_training());
-  return conv_2->forward(y * x_mask) * x_mask;
+  return conv1d_forward(*conv_2, y * x_mask) * x_mask;
 }
 
 // ---------------------------------------------------------------------------------------------

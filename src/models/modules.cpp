@@ -1,5 +1,7 @@
 #include "models/modules.h"
 
+#include "models/conv_bias.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -51,12 +53,12 @@ LayerNormImpl::LayerNormImpl(int64_t channels, double eps) : eps_(eps) {
 }
 
 torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
-  auto mean = x.mean(1, /*keepdim=*/true);
-  auto variance = (x - mean).pow(2).mean(1, /*keepdim=*/true);
-  auto y = (x - mean) * torch::rsqrt(variance + eps_);
-  std::vector<int64_t> shape(x.dim(), 1);
-  shape[1] = -1;
-  return y * gamma.view(shape) + beta.view(shape);
+  // The original normalises over channels with a composite of means (biased variance, eps
+  // inside the root). at::layer_norm over the last dimension computes the same in one kernel
+  // each way, where the composite took ~10 forward and ~20 backward: the channels go last and
+  // come back, one copy each.
+  const int64_t channels = x.size(1);
+  return at::layer_norm(x.transpose(1, -1), {channels}, gamma, beta, eps_).transpose(1, -1).contiguous();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -81,11 +83,11 @@ ConvReluNormImpl::ConvReluNormImpl(int64_t in_channels, int64_t hidden_channels,
 torch::Tensor ConvReluNormImpl::forward(const torch::Tensor& x_org, const torch::Tensor& x_mask) {
   auto x = x_org;
   for (size_t i = 0; i < conv_layers->size(); ++i) {
-    x = conv_layers[i]->as<torch::nn::Conv1d>()->forward(x * x_mask);
+    x = conv1d_forward(*conv_layers[i]->as<torch::nn::Conv1d>(), x * x_mask);
     x = norm_layers[i]->as<LayerNorm>()->forward(x);
     x = torch::dropout(torch::relu(x), p_dropout_, is_training());
   }
-  return (x_org + proj->forward(x)) * x_mask;
+  return (x_org + conv1d_forward(*proj, x)) * x_mask;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <torch/torch.h>
+
+namespace monoflow::models {
+
+// y + bias over channels for y [B, C, T]. Its backward sums the bias gradient over time first
+// (a contiguous reduction) and then over the batch, where autograd's sum over {0, 2} is one
+// strided reduction: ~28 us for an encoder activation on an H100 against a few.
+torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias);
+
+// conv.forward(x), with the bias added by add_channel_bias on the GPU. cuDNN adds a
+// convolution's bias in a kernel of its own anyway, so the forward numbers are the same.
+torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x);
+
+}  // namespace monoflow::models
