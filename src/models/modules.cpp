@@ -1,12 +1,13 @@
 #include "models/modules.h"
 
-#include "models/conv_bias.h"
+#include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <tuple>
 
+#include "models/conv_bias.h"
 #include "models/flow_fused.h"
 #include "models/wn_fused.h"
 
@@ -142,6 +143,10 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
   // Fused kernels (wn_fused.h) take the convolutions' biases and the dropout; the speaker
   // conditioning, added after dropout, keeps the composite path.
   const bool fused = wn_fused_applies(x) && !g.defined();
+  // Under autocast the residual update also hands the next in_layer its input in the
+  // convolutions' dtype (residual_skip_low), so that the convolution casts nothing.
+  const bool low_copies = fused && at::autocast::is_autocast_enabled(at::kCUDA);
+  torch::Tensor in_layer_input = x;
   const int64_t h = hidden_channels_;
   for (int64_t i = 0; i < n_layers_; ++i) {
     auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
@@ -149,7 +154,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     const bool last = i == n_layers_ - 1;
     torch::Tensor acts;
     if (fused) {
-      acts = gated_activation(in_layer.forward_without_bias(x), in_layer.bias, p_dropout_, is_training());
+      acts = gated_activation(in_layer.forward_without_bias(in_layer_input), in_layer.bias, p_dropout_, is_training());
     } else {
       auto x_in = torch::dropout(in_layer.forward(x), p_dropout_, is_training());
       if (g.defined()) {
@@ -160,12 +165,16 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     }
     if (last) {
       output = output + res_skip_layer.forward(acts);
+    } else if (low_copies) {
+      std::tie(x, output, in_layer_input) =
+          residual_skip_low(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
     } else if (fused) {
       std::tie(x, output) =
           residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
     } else {
       std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward(acts), {}, x_mask);
     }
+    if (!low_copies) in_layer_input = x;
   }
   return output * x_mask;
 }

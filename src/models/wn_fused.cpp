@@ -1,5 +1,7 @@
 #include "models/wn_fused.h"
 
+#include <ATen/autocast_mode.h>
+
 #include <vector>
 
 #ifdef MONOFLOW_HAS_CUDA
@@ -46,7 +48,13 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
   }
   if (x.dim() == 4) {
     const std::vector<int64_t> stride{1, 1}, padding_2d{0, padding}, dilation_2d{1, dilation};
-    return torch::conv2d(x, weight.unsqueeze(2), bias, stride, padding_2d, dilation_2d);
+    // The weight in the rows' layout (ChannelsLast) and, under autocast, in the convolution's
+    // dtype, by one copy: cuDNN would cast it and then transpose it, a kernel each way.
+    const bool autocast = x.is_cuda() && at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto dtype = autocast ? at::autocast::get_autocast_dtype(at::kCUDA) : weight.scalar_type();
+    const auto w = weight.unsqueeze(2).to(dtype, /*non_blocking=*/false, /*copy=*/false,
+                                          torch::MemoryFormat::ChannelsLast);
+    return torch::conv2d(x, w, bias, stride, padding_2d, dilation_2d);
   }
   return torch::conv1d(x, weight, bias, /*stride=*/1, padding, dilation);
 }
@@ -116,6 +124,25 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, co
   }
 #endif
   return residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
+                                                                          const torch::Tensor& skip_sum,
+                                                                          const torch::Tensor& res_skip,
+                                                                          const torch::Tensor& bias,
+                                                                          const torch::Tensor& x_mask) {
+  if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
+    auto [x_out, skip_out, x_low] =
+        residual_skip_low(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2));
+    return {x_out.unsqueeze(2), skip_out.unsqueeze(2), x_low.unsqueeze(2)};
+  }
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_residual_applies(x, skip_sum, res_skip, bias, x_mask)) {
+    return cuda::residual_skip_low(x, skip_sum, res_skip, bias, x_mask);
+  }
+#endif
+  auto [x_out, skip_out] = residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
+  return {x_out, skip_out, x_out.to(res_skip.scalar_type())};
 }
 
 }  // namespace monoflow::models

@@ -13,6 +13,8 @@
 
 #include <torch/torch.h>
 
+#include <tuple>
+
 #include <utility>
 
 namespace monoflow::models {
@@ -36,6 +38,15 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
                                                                 const torch::Tensor& res_skip,
                                                                 const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask);
+
+// residual_skip plus x_out in res_skip's dtype: {x_out, skip_out, x_low}. Under autocast x_low
+// is the next in_layer's input; on CUDA the update's kernel writes it and its backward adds its
+// gradient, where a cast would cost a kernel each way and one more to sum the two gradients.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
+                                                                          const torch::Tensor& skip_sum,
+                                                                          const torch::Tensor& res_skip,
+                                                                          const torch::Tensor& bias,
+                                                                          const torch::Tensor& x_mask);
 
 // Whether gated_activation and residual_skip run fused kernels for tensors like x (a CUDA build
 // and a CUDA tensor); the WN layer then leaves the biases out of its convolutions.

@@ -147,7 +147,8 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
 class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& skip_sum,
-                             const torch::Tensor& res_skip, const torch::Tensor& bias, const torch::Tensor& x_mask) {
+                             const torch::Tensor& res_skip, const torch::Tensor& bias, const torch::Tensor& x_mask,
+                             bool low_copy) {
     const c10::cuda::CUDAGuard guard(x.device());
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1);
@@ -155,11 +156,16 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const torch::Tensor b = float_bias(bias);
     auto x_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     auto skip_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
+    // x_out in res_skip's dtype, when that is a low precision; otherwise an empty placeholder.
+    const bool write_low = low_copy && res_skip.scalar_type() != torch::kFloat;
+    auto x_low = write_low ? empty_in_layout(x.size(0), h, x.size(2), res_skip.options(), g.channels_last)
+                           : torch::empty({0}, res_skip.options());
+    if (!write_low) ctx->mark_non_differentiable({x_low});
     dispatch_kernel_dtype(res_skip.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
       check_launch(kernels::launch_residual_skip_forward<R>(data_as<float>(x), data_as<float>(skip_sum), data_as<R>(res_skip),
                                                      bias_ptr(b), data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
-                                                     g.outer, h * g.inner, g.inner,
+                                                     write_low ? data_as<R>(x_low) : nullptr, g.outer, h * g.inner, g.inner,
                                                      at::cuda::getCurrentCUDAStream()),
             "residual_skip forward");
     });
@@ -168,7 +174,7 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     ctx->saved_data["channels_last"] = g.channels_last;
     ctx->saved_data["bias_dtype"] =
         static_cast<int64_t>(has_bias(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
-    return {x_out, skip_out};
+    return {x_out, skip_out, x_low};
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -182,9 +188,12 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const int64_t b = grad_x_out.size(0), h = grad_x_out.size(1), t = grad_x_out.size(2);
     auto grad_x = empty_in_layout(b, h, t, grad_x_out.options(), channels_last);
     auto grad_res_skip = empty_in_layout(b, 2 * h, t, grad_x_out.options().dtype(res_dtype), channels_last);
+    const bool has_low = grads.size() > 2 && grads[2].defined() && grads[2].numel() > 0;
+    const torch::Tensor grad_x_low = has_low ? in_layout(grads[2].to(res_dtype), channels_last) : torch::Tensor();
     dispatch_kernel_dtype(res_dtype, "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
       check_launch(kernels::launch_residual_skip_backward<R>(data_as<float>(grad_x_out), data_as<float>(grad_skip_out),
+                                                      has_low ? data_as<R>(grad_x_low) : nullptr,
                                                       data_as<float>(mask), data_as<float>(grad_x), data_as<R>(grad_res_skip),
                                                       g.outer, h * g.inner, g.inner,
                                                       at::cuda::getCurrentCUDAStream()),
@@ -193,7 +202,7 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     torch::Tensor grad_bias;
     const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad(grad_res_skip, channels_last, bias_dtype);
-    return {grad_x, grad_skip_out, grad_res_skip, grad_bias, torch::Tensor()};
+    return {grad_x, grad_skip_out, grad_res_skip, grad_bias, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -272,8 +281,18 @@ bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_su
 std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
                                                       const torch::Tensor& res_skip, const torch::Tensor& bias,
                                                       const torch::Tensor& x_mask) {
-  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask);
+  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, false);
   return {out[0], out[1]};
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
+                                                                          const torch::Tensor& skip_sum,
+                                                                          const torch::Tensor& res_skip,
+                                                                          const torch::Tensor& bias,
+                                                                          const torch::Tensor& x_mask) {
+  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, true);
+  if (out[2].numel() == 0) out[2] = out[0].to(res_skip.scalar_type());  // float res_skip: no low copy
+  return {out[0], out[1], out[2]};
 }
 
 }  // namespace monoflow::models::cuda

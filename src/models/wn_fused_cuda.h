@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <tuple>
 #include <utility>
 
 namespace monoflow::models::cuda {
@@ -20,6 +21,14 @@ bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_su
 std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
                                                       const torch::Tensor& res_skip, const torch::Tensor& bias,
                                                       const torch::Tensor& x_mask);
+
+// residual_skip plus x_out in res_skip's dtype, written by the same kernel (the next
+// in_layer's input under autocast); its gradient joins x_out's in the backward kernel.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
+                                                                          const torch::Tensor& skip_sum,
+                                                                          const torch::Tensor& res_skip,
+                                                                          const torch::Tensor& bias,
+                                                                          const torch::Tensor& x_mask);
 
 // rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out] (a 1x1 convolution of time rows),
 // CUDA; the bias's gradient as one matrix-vector product.

@@ -204,6 +204,47 @@ TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
   }
 }
 
+// residual_skip_low: the same update plus x_out in res_skip's dtype, whose gradient the
+// backward kernel adds to x_out's. Against the reference followed by a cast (autograd's).
+TEST(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
+  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(6);
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
+                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
+    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+    std::vector<int64_t> lengths(c.b, c.t);
+    lengths[0] = c.t / 2;
+    auto mask = mask_of(lengths, c.t, torch::kCUDA);
+    std::vector<torch::Tensor> inputs{randn_in(c.b, c.h, c.t, c.channels_last, f32),
+                                      randn_in(c.b, c.h, c.t, c.channels_last, f32),
+                                      randn_in(c.b, 2 * c.h, c.t, c.channels_last, f32.dtype(c.dtype))};
+    std::vector<torch::Tensor> ref_in, fused_in;
+    for (const auto& t : inputs) {
+      ref_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+      fused_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+    }
+    auto bias = torch::randn({2 * c.h}, f32);
+    auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias, mask);
+    auto r_low = rx.to(c.dtype);
+    auto [fx, fs, f_low] = residual_skip_low(fused_in[0], fused_in[1], fused_in[2], bias, mask);
+    EXPECT_EQ(f_low.scalar_type(), c.dtype);
+    EXPECT_LE(max_abs_diff(fx, rx), 1e-6);
+    EXPECT_LE(max_abs_diff(fs, rs), 1e-6);
+    EXPECT_EQ(max_abs_diff(f_low, fx.to(c.dtype)), 0.0);  // exactly x_out rounded
+    auto gx = randn_in(c.b, c.h, c.t, c.channels_last, f32), gs = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+    auto g_low = randn_in(c.b, c.h, c.t, c.channels_last, f32.dtype(c.dtype));
+    torch::autograd::backward({rx, rs, r_low}, {gx, gs, g_low});
+    torch::autograd::backward({fx, fs, f_low}, {gx, gs, g_low});
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("input " + std::to_string(k));
+      EXPECT_LE(max_abs_diff(fused_in[k].grad(), ref_in[k].grad()), k == 2 ? tolerance(c.dtype) * 4 : 1e-5);
+    }
+    // the copy's gradient reached x: without it, x's gradient would be gx * mask alone
+    if (c.dtype != torch::kFloat) EXPECT_GT(max_abs_diff(fused_in[0].grad(), gx * mask), 0.1);
+  }
+}
+
 TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
   at::globalContext().setAllowTF32CuDNN(false);

@@ -11,8 +11,11 @@
 // backward recomputes tanh and sigmoid from the input, which is all it keeps.
 // v2: the gate also takes the in_layer's bias and dropout (Philox, regenerated in backward),
 // which removes the convolution's bias add, dropout's two kernels and its mask.
-// v3 (this file): one Philox evaluation per four elements instead of curand's two (uniform4),
-// the same numbers bit for bit.
+// v3: one Philox evaluation per four elements instead of curand's two (uniform4), the same
+// numbers bit for bit.
+// v4 (this file): under autocast the residual update also writes x_out in the res_skip dtype,
+// the next in_layer's input, and its backward adds that copy's gradient: the cast, its
+// backward copy and the gradients' sum were three kernels per layer (bf16 profile).
 // Arithmetic in float; tanhf/expf (not the fast intrinsics) so that fp32 results match
 // the composite ops to a few ulp.
 #include "models/kernels/wn_kernels.h"
@@ -197,8 +200,8 @@ template <typename R, int V>
 __global__ void residual_skip_forward(const float* __restrict__ x, const float* __restrict__ skip_sum,
                                       const R* __restrict__ res_skip, const float* __restrict__ bias,
                                       const float* __restrict__ mask,
-                                      float* __restrict__ x_out, float* __restrict__ skip_out, int64_t outer,
-                                      int64_t span, int64_t inner) {
+                                      float* __restrict__ x_out, float* __restrict__ skip_out,
+                                      R* __restrict__ x_low, int64_t outer, int64_t span, int64_t inner) {
   const int64_t packs = span / V, total = outer * packs;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = p / packs, r = (p - o * packs) * V;
@@ -220,18 +223,31 @@ __global__ void residual_skip_forward(const float* __restrict__ x, const float* 
     }
     store(x_out + o * span + r, xo);
     store(skip_out + o * span + r, so);
+    if (x_low) {
+      Pack<R, V> lo;
+#pragma unroll
+      for (int k = 0; k < V; ++k) lo.v[k] = from_float<R>(xo.v[k]);
+      store(x_low + o * span + r, lo);
+    }
   }
 }
 
 template <typename R, int V>
 __global__ void residual_skip_backward(const float* __restrict__ grad_x_out, const float* __restrict__ grad_skip_out,
-                                       const float* __restrict__ mask, float* __restrict__ grad_x,
+                                       const R* __restrict__ grad_x_low, const float* __restrict__ mask,
+                                       float* __restrict__ grad_x,
                                        R* __restrict__ grad_res_skip, int64_t outer, int64_t span, int64_t inner) {
   const int64_t packs = span / V, total = outer * packs;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = p / packs, r = (p - o * packs) * V;
     const int64_t i = inner == 1 ? 0 : r % inner;
-    const auto gx = load<float, V>(grad_x_out + o * span + r), gs = load<float, V>(grad_skip_out + o * span + r);
+    auto gx = load<float, V>(grad_x_out + o * span + r);
+    const auto gs = load<float, V>(grad_skip_out + o * span + r);
+    if (grad_x_low) {
+      const auto gl = load<R, V>(grad_x_low + o * span + r);
+#pragma unroll
+      for (int k = 0; k < V; ++k) gx.v[k] += to_float(gl.v[k]);
+    }
     Pack<float, V> gxm;
     Pack<R, V> gres, gskip;
 #pragma unroll
@@ -292,34 +308,36 @@ cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, co
 
 template <typename R>
 cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
-                                         const float* mask, float* x_out, float* skip_out, int64_t outer,
+                                         const float* mask, float* x_out, float* skip_out, R* x_low, int64_t outer,
                                          int64_t span, int64_t inner, cudaStream_t stream) {
   constexpr int V = 4;
   const bool packed = span % V == 0 && (inner == 1 || inner % V == 0) && aligned(x, 16) && aligned(skip_sum, 16) &&
-                      aligned(res_skip, V * sizeof(R)) && aligned(x_out, 16) && aligned(skip_out, 16);
+                      aligned(res_skip, V * sizeof(R)) && aligned(x_out, 16) && aligned(skip_out, 16) &&
+                      aligned(x_low, V * sizeof(R));
   if (packed) {
     residual_skip_forward<R, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(
-        x, skip_sum, res_skip, bias, mask, x_out, skip_out, outer, span, inner);
+        x, skip_sum, res_skip, bias, mask, x_out, skip_out, x_low, outer, span, inner);
   } else {
     residual_skip_forward<R, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(
-        x, skip_sum, res_skip, bias, mask, x_out, skip_out, outer, span, inner);
+        x, skip_sum, res_skip, bias, mask, x_out, skip_out, x_low, outer, span, inner);
   }
   return cudaGetLastError();
 }
 
 template <typename R>
-cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const float* mask,
-                                          float* grad_x, R* grad_res_skip, int64_t outer, int64_t span, int64_t inner,
-                                          cudaStream_t stream) {
+cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const R* grad_x_low,
+                                          const float* mask, float* grad_x, R* grad_res_skip, int64_t outer,
+                                          int64_t span, int64_t inner, cudaStream_t stream) {
   constexpr int V = 4;
   const bool packed = span % V == 0 && (inner == 1 || inner % V == 0) && aligned(grad_x_out, 16) &&
-                      aligned(grad_skip_out, 16) && aligned(grad_x, 16) && aligned(grad_res_skip, V * sizeof(R));
+                      aligned(grad_skip_out, 16) && aligned(grad_x, 16) && aligned(grad_res_skip, V * sizeof(R)) &&
+                      aligned(grad_x_low, V * sizeof(R));
   if (packed) {
     residual_skip_backward<R, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(
-        grad_x_out, grad_skip_out, mask, grad_x, grad_res_skip, outer, span, inner);
+        grad_x_out, grad_skip_out, grad_x_low, mask, grad_x, grad_res_skip, outer, span, inner);
   } else {
     residual_skip_backward<R, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(
-        grad_x_out, grad_skip_out, mask, grad_x, grad_res_skip, outer, span, inner);
+        grad_x_out, grad_skip_out, grad_x_low, mask, grad_x, grad_res_skip, outer, span, inner);
   }
   return cudaGetLastError();
 }
@@ -336,10 +354,10 @@ MONOFLOW_GATE(__nv_bfloat16)
 
 #define MONOFLOW_RESIDUAL(R)                                                                                    \
   template cudaError_t launch_residual_skip_forward<R>(const float*, const float*, const R*, const float*,     \
-                                                       const float*, float*, float*, int64_t, int64_t, int64_t, \
-                                                       cudaStream_t);                                           \
-  template cudaError_t launch_residual_skip_backward<R>(const float*, const float*, const float*, float*, R*,   \
-                                                        int64_t, int64_t, int64_t, cudaStream_t);
+                                                       const float*, float*, float*, R*, int64_t, int64_t,     \
+                                                       int64_t, cudaStream_t);                                  \
+  template cudaError_t launch_residual_skip_backward<R>(const float*, const float*, const R*, const float*,    \
+                                                        float*, R*, int64_t, int64_t, int64_t, cudaStream_t);
 MONOFLOW_RESIDUAL(float)
 MONOFLOW_RESIDUAL(__half)
 MONOFLOW_RESIDUAL(__nv_bfloat16)

@@ -44,19 +44,21 @@ cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, co
 // The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
 // (res, skip) channel halves, plus the res_skip layer's bias (float [2 * C_half] or nullptr),
 // and x, skip_sum [outer, span] (float):
-//   x_out = (x + res + bias_res) * mask,  skip_out = skip_sum + skip + bias_skip.
+//   x_out = (x + res + bias_res) * mask,  skip_out = skip_sum + skip + bias_skip,
+// and, where x_low is not nullptr, x_low = x_out in R (the next in_layer's input under autocast).
 // mask is float, one value per (outer, inner) position: mask[o * inner + i].
 template <typename R>
 cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
-                                         const float* mask, float* x_out, float* skip_out, int64_t outer,
+                                         const float* mask, float* x_out, float* skip_out, R* x_low, int64_t outer,
                                          int64_t span, int64_t inner, cudaStream_t stream);
 
-// Its backward: grad_x = grad_x_out * mask, grad_res_skip = [grad_x_out * mask, grad_skip_out]
-// (the skip sum's own gradient is grad_skip_out itself, so it needs no kernel; the bias's is
-// the column sum of grad_res_skip, a matrix-vector product on the torch side).
+// Its backward, with g = grad_x_out + grad_x_low (grad_x_low may be nullptr):
+// grad_x = g * mask, grad_res_skip = [g * mask, grad_skip_out] (the skip sum's own gradient is
+// grad_skip_out itself, so it needs no kernel; the bias's is the column sum of grad_res_skip,
+// a matrix-vector product on the torch side).
 template <typename R>
-cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const float* mask,
-                                          float* grad_x, R* grad_res_skip, int64_t outer, int64_t span,
-                                          int64_t inner, cudaStream_t stream);
+cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const R* grad_x_low,
+                                          const float* mask, float* grad_x, R* grad_res_skip, int64_t outer,
+                                          int64_t span, int64_t inner, cudaStream_t stream);
 
 }  // namespace monoflow::models::kernels
