@@ -170,6 +170,8 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
             "residual_skip forward");
     });
     ctx->save_for_backward({mask});
+    ctx->set_materialize_grads(false);
+    ctx->saved_data["channels"] = h;
     ctx->saved_data["res_skip_dtype"] = static_cast<int64_t>(res_skip.scalar_type());
     ctx->saved_data["channels_last"] = g.channels_last;
     ctx->saved_data["bias_dtype"] =
@@ -181,18 +183,26 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const torch::Tensor mask = ctx->get_saved_variables()[0];
     const bool channels_last = ctx->saved_data["channels_last"].toBool();
     const auto res_dtype = static_cast<torch::ScalarType>(ctx->saved_data["res_skip_dtype"].toInt());
-    const torch::Tensor grad_x_out = in_layout(grads[0].to(torch::kFloat), channels_last);
-    const torch::Tensor grad_skip_out = in_layout(grads[1].to(torch::kFloat), channels_last);
-    const c10::cuda::CUDAGuard guard(grad_x_out.device());
-    const Geometry g = geometry_of(grad_x_out);
-    const int64_t b = grad_x_out.size(0), h = grad_x_out.size(1), t = grad_x_out.size(2);
-    auto grad_x = empty_in_layout(b, h, t, grad_x_out.options(), channels_last);
-    auto grad_res_skip = empty_in_layout(b, 2 * h, t, grad_x_out.options().dtype(res_dtype), channels_last);
+    // Gradients are not materialised (set_materialize_grads(false)): under autocast the last
+    // update's x_out is used only through its low-precision copy, and a zero gradient for it
+    // cost a fill and a layout copy per block. An undefined one reads as zero in the kernel.
+    const int64_t h = ctx->saved_data["channels"].toInt();
+    const int64_t b = mask.size(0), t = mask.size(2);
+    const auto f32 = mask.options().dtype(torch::kFloat);
+    const torch::Tensor grad_x_out = grads[0].defined() ? in_layout(grads[0].to(torch::kFloat), channels_last)
+                                                        : torch::Tensor();
+    const torch::Tensor grad_skip_out = grads[1].defined() ? in_layout(grads[1].to(torch::kFloat), channels_last)
+                                                           : empty_in_layout(b, h, t, f32, channels_last).zero_();
+    const c10::cuda::CUDAGuard guard(grad_skip_out.device());
+    const Geometry g = geometry_of(grad_skip_out);
+    auto grad_x = empty_in_layout(b, h, t, f32, channels_last);
+    auto grad_res_skip = empty_in_layout(b, 2 * h, t, f32.dtype(res_dtype), channels_last);
     const bool has_low = grads.size() > 2 && grads[2].defined() && grads[2].numel() > 0;
     const torch::Tensor grad_x_low = has_low ? in_layout(grads[2].to(res_dtype), channels_last) : torch::Tensor();
     dispatch_kernel_dtype(res_dtype, "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_residual_skip_backward<R>(data_as<float>(grad_x_out), data_as<float>(grad_skip_out),
+      check_launch(kernels::launch_residual_skip_backward<R>(grad_x_out.defined() ? data_as<float>(grad_x_out) : nullptr,
+                                                      data_as<float>(grad_skip_out),
                                                       has_low ? data_as<R>(grad_x_low) : nullptr,
                                                       data_as<float>(mask), data_as<float>(grad_x), data_as<R>(grad_res_skip),
                                                       g.outer, h * g.inner, g.inner,

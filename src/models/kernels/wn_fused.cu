@@ -241,7 +241,8 @@ __global__ void residual_skip_backward(const float* __restrict__ grad_x_out, con
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = p / packs, r = (p - o * packs) * V;
     const int64_t i = inner == 1 ? 0 : r % inner;
-    auto gx = load<float, V>(grad_x_out + o * span + r);
+    Pack<float, V> gx{};
+    if (grad_x_out) gx = load<float, V>(grad_x_out + o * span + r);
     const auto gs = load<float, V>(grad_skip_out + o * span + r);
     if (grad_x_low) {
       const auto gl = load<R, V>(grad_x_low + o * span + r);

@@ -52,7 +52,7 @@ cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, 
                                          const float* mask, float* x_out, float* skip_out, R* x_low, int64_t outer,
                                          int64_t span, int64_t inner, cudaStream_t stream);
 
-// Its backward, with g = grad_x_out + grad_x_low (grad_x_low may be nullptr):
+// Its backward, with g = grad_x_out + grad_x_low (either may be nullptr: zero):
 // grad_x = g * mask, grad_res_skip = [g * mask, grad_skip_out] (the skip sum's own gradient is
 // grad_skip_out itself, so it needs no kernel; the bias's is the column sum of grad_res_skip,
 // a matrix-vector product on the torch side).
