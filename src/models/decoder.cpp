@@ -1,6 +1,61 @@
 #include "models/decoder.h"
 
+#include <ATen/autocast_mode.h>
+
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/weight_norm_cuda.h"
+#endif
+
 namespace monoflow::models {
+
+namespace {
+
+// On a GPU, the weight-normalised convolutions of each flow get their weights for this forward
+// from one batched kernel each way, in the dtype autocast would give them: per convolution,
+// weight norm, the cast and cuDNN's layout copy were a kernel each, and as many again
+// backward. One batch per flow, not one for the decoder, so that backward frees each flow's
+// float32 weight gradients as it goes (one batch held 66 MiB more at the peak). The weights
+// are dropped afterwards, so no later call sees stale ones.
+class BatchedWeights {
+ public:
+  BatchedWeights(const std::vector<std::shared_ptr<Flow>>& flows, const torch::Tensor& x) {
+#ifdef MONOFLOW_HAS_CUDA
+    if (!x.is_cuda()) return;
+    const bool autocast = at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto dtype = autocast ? at::autocast::get_autocast_dtype(at::kCUDA) : torch::kFloat;
+    for (const auto& flow : flows) {
+      std::vector<WeightNormConv1dImpl*> convs;
+      std::vector<torch::Tensor> vs, gs;
+      for (const auto& m : flow->modules(/*include_self=*/false)) {
+        if (auto* conv = dynamic_cast<WeightNormConv1dImpl*>(m.get())) {
+          convs.push_back(conv);
+          vs.push_back(conv->weight_v);
+          gs.push_back(conv->weight_g);
+        }
+      }
+      if (convs.empty() || !cuda::batched_weight_norm_applies(vs, gs, dtype)) continue;
+      const auto weights = cuda::batched_weight_norm(vs, gs, dtype);
+      for (size_t i = 0; i < convs.size(); ++i) {
+        convs[i]->set_step_weight(weights[i]);
+        convs_.push_back(convs[i]);
+      }
+    }
+#else
+    (void)flows;
+    (void)x;
+#endif
+  }
+  ~BatchedWeights() {
+    for (auto* conv : convs_) conv->set_step_weight({});
+  }
+  BatchedWeights(const BatchedWeights&) = delete;
+  BatchedWeights& operator=(const BatchedWeights&) = delete;
+
+ private:
+  std::vector<WeightNormConv1dImpl*> convs_;
+};
+
+}  // namespace
 
 FlowSpecDecoderImpl::FlowSpecDecoderImpl(const GlowTTSOptions& o) : n_sqz_(o.n_sqz()) {
   const int64_t channels = o.out_channels() * o.n_sqz();
@@ -23,6 +78,7 @@ FlowSpecDecoderImpl::FlowSpecDecoderImpl(const GlowTTSOptions& o) : n_sqz_(o.n_s
 std::pair<torch::Tensor, torch::Tensor> FlowSpecDecoderImpl::forward(const torch::Tensor& x_in,
                                                                      const torch::Tensor& mask_in,
                                                                      const torch::Tensor& g, bool reverse) {
+  const BatchedWeights weights(flow_ptrs_, x_in);
   torch::Tensor x = x_in, x_mask = mask_in;
   if (n_sqz_ > 1) std::tie(x, x_mask) = squeeze(x, x_mask, n_sqz_);
   torch::Tensor logdet_tot;

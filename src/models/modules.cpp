@@ -104,7 +104,9 @@ WeightNormConv1dImpl::WeightNormConv1dImpl(int64_t in_channels, int64_t out_chan
   weight_v = register_parameter("weight_v", v);
 }
 
-torch::Tensor WeightNormConv1dImpl::weight() const { return torch::_weight_norm(weight_v, weight_g, 0); }
+torch::Tensor WeightNormConv1dImpl::weight() const {
+  return step_weight_.defined() ? step_weight_ : torch::_weight_norm(weight_v, weight_g, 0);
+}
 
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
   return conv_over_time(x, weight(), bias, padding_, dilation_);

@@ -59,10 +59,14 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   // The convolution alone, for callers that fuse the bias into a later kernel.
   torch::Tensor forward_without_bias(const torch::Tensor& x);
   torch::Tensor weight() const;  // the effective weight
+  // A weight computed elsewhere for the current forward (the decoder's batched weight norm on
+  // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
+  void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
   torch::Tensor bias, weight_g, weight_v;
 
  private:
   int64_t dilation_, padding_;
+  torch::Tensor step_weight_;
 };
 TORCH_MODULE(WeightNormConv1d);
 
