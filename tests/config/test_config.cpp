@@ -194,6 +194,34 @@ TEST(ConfigErrors, CrossFieldChecksNameTheKeyAndItsLine) {
             "--set: model.kernel_size: must be odd (same-length convolution)");
 }
 
+TEST(ConfigErrors, LibraryRecordsCheckTheirOwnValuesAndTheConfigNamesThePlace) {
+  // The data and model sections are checked by their records' validate(): the message names
+  // the key, the config the line (or --set) it was set on.
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  hop_length: 0\n"),
+            "test.yaml:3: data.hop_length: must be > 0, got 0");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  on_bad_line: ignore\n"),
+            "test.yaml:3: data.on_bad_line: must be one of 'skip' 'error', got 'ignore'");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  num_workers: -1\n"),
+            "test.yaml:3: data.num_workers: must be >= 0, got -1");
+  EXPECT_EQ(error_of(kMinimal, {"model.p_dropout_dec=1"}),
+            "--set: model.p_dropout_dec: must be in [0, 1), got 1");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  text_cleaners: [german_cleaners]\n"),
+            "test.yaml:3: data.text_cleaners: unknown text cleaner 'german_cleaners'; known: "
+            "english_cleaners, basic_cleaners, transliteration_cleaners");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\nmodel:\n  gin_channels: 16\n"),
+            "test.yaml:4: model.gin_channels: gin_channels > 0 needs data.n_speakers > 1 (set it to 0 "
+            "for one speaker)");
+}
+
+TEST(ConfigModel, TakesWhatTheModelTakes) {
+  // hidden_channels_enc: 0 is the official None (the encoder is hidden_channels wide), and
+  // n_heads must divide the encoder's width.
+  const Config c = parse_config("data:\n  dataset_dir: x\nmodel:\n  hidden_channels_enc: 0\n", "t.yaml");
+  EXPECT_EQ(c.model.encoder_channels(), 192);
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\nmodel:\n  hidden_channels_enc: 191\n"),
+            "test.yaml (default value): model.n_heads: must divide model.hidden_channels_enc (191)");
+}
+
 TEST(ConfigErrors, BadOverrides) {
   EXPECT_EQ(error_of(kMinimal, {"train.batch_size"}),
             "--set train.batch_size: expected section.key=value, e.g. train.batch_size=16");
