@@ -36,7 +36,7 @@ if [ ! -s "$CORPUS/metadata.csv" ] || [ ! -d "$CORPUS/words" ]; then
 fi
 
 mkdir -p "$RUN"
-"$BUILD/bin/preprocess" --dataset-dir "$CORPUS" --cache-dir "$RUN/cache" >/dev/null
+"$BUILD/bin/preprocess" --config "$CONFIG" --dataset-dir "$CORPUS" --cache-dir "$RUN/cache" >/dev/null
 
 resume=()
 if ls "$RUN"/checkpoints/ckpt_*.pt >/dev/null 2>&1; then

@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--batches", batches, "batches to time (after one warm-up epoch when cached)");
   app.add_flag("--no-add-noise", no_noise);
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("bench_loader"), [&] {
-    o.add_noise = !no_noise;
+    o.mel.add_noise = !no_noise;
     auto tp = std::make_shared<const monoflow::text::TextProcessor>(monoflow::text::TextOptions{});
     auto sets = data::load_datasets(o, data::text_encoder(tp));
     data::DataLoader loader(sets.train, lo);
@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
     std::printf("bench_loader: %d batches of %d (%lld utterances, %.1f s of audio) in %.2f s: %.1f batches/s, "
                 "%.0f s of audio/s; workers %d, cache %s\n",
                 batches, lo.batch_size, static_cast<long long>(items),
-                frames * o.hop_length / double(o.sampling_rate), s, batches / s,
-                frames * o.hop_length / double(o.sampling_rate) / s, lo.num_workers,
+                frames * o.mel.hop_length / double(o.mel.sampling_rate), s, batches / s,
+                frames * o.mel.hop_length / double(o.mel.sampling_rate) / s, lo.num_workers,
                 o.cache_dir.empty() ? "off" : "warm");
     return 0;
   });

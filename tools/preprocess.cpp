@@ -1,6 +1,9 @@
 // preprocess: computes the mel of every utterance of a dataset into the feature cache, on all
-// cores, with a progress bar; prints the throughput in seconds of audio per second.
-//   preprocess --dataset-dir data/monoflow-corpus --cache-dir runs/x/cache [--jobs N]
+// cores, with a progress bar; prints the throughput in seconds of audio per second. Its data
+// settings (mel recipe, filelists, bad-line policy, ...) are a run config's data section, the one
+// the trainer reads, so that the cache it fills is the one training finds:
+//   preprocess --config configs/quickstart.yaml [--set data.hop_length=200 ...] [--jobs N]
+//   preprocess --dataset-dir data/monoflow-corpus --cache-dir runs/x/cache   (default settings)
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -8,6 +11,8 @@
 #include "cli_main.h"
 #include "data/cache_fill.h"
 #include "data/datasets.h"
+#include "train/config/config_io.h"
+#include "train/config/library_options.h"
 
 namespace {
 
@@ -24,39 +29,30 @@ void draw(size_t done, size_t total, double audio_s, double elapsed) {
 
 int main(int argc, char** argv) {
   namespace data = monoflow::data;
-  data::DataOptions o;
-  o.validation_size = 0;
+  namespace train = monoflow::train;
+  std::string config_path, dataset_dir, cache_dir;
+  std::vector<std::string> overrides;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  bool force = false, no_noise = false;
+  bool force = false;
   CLI::App app{"Fill the monoflow feature cache (mel spectrograms) for a dataset"};
-  app.add_option("--dataset-dir", o.dataset_dir, "LJSpeech-layout folder (metadata.csv + wavs/)");
-  app.add_option("--training-files", o.training_files, "filelist path|text (or path|speaker|text)");
-  app.add_option("--validation-files", o.validation_files, "second filelist, also cached");
-  app.add_option("--cache-dir", o.cache_dir, "feature cache folder (the trainer's data.cache_dir)")->required();
+  app.add_option("--config,-c", config_path, "YAML config whose data section sets the features (default: defaults)");
+  app.add_option("--set", overrides, "override a config key: --set data.hop_length=200 (repeatable)");
+  app.add_option("--dataset-dir", dataset_dir, "LJSpeech-layout folder (data.dataset_dir)");
+  app.add_option("--cache-dir", cache_dir, "feature cache folder (data.cache_dir; default <run.dir>/cache)");
   app.add_option("-j,--jobs", jobs, "worker threads (default: all cores)")->check(CLI::PositiveNumber);
-  app.add_option("--n-speakers", o.n_speakers, "> 1: filelists are path|speaker|text");
-  app.add_option("--on-bad-line", o.on_bad_line, "skip | error")->check(CLI::IsMember({"skip", "error"}));
-  app.add_option("--on-rate-mismatch", o.on_rate_mismatch, "resample | error")
-      ->check(CLI::IsMember({"resample", "error"}));
-  app.add_option("--max-mel-frames", o.max_mel_frames, "longer utterances are left out (0: no limit)");
-  app.add_option("--sampling-rate", o.sampling_rate);
-  app.add_option("--filter-length", o.filter_length);
-  app.add_option("--hop-length", o.hop_length);
-  app.add_option("--win-length", o.win_length);
-  app.add_option("--n-mel-channels", o.n_mel_channels);
-  app.add_option("--mel-fmin", o.mel_fmin);
-  app.add_option("--mel-fmax", o.mel_fmax);
-  app.add_option("--max-wav-value", o.max_wav_value);
-  app.add_flag("--no-add-noise", no_noise, "features without dither (data.add_noise: false)");
   app.add_flag("--force", force, "recompute entries that are already cached");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("preprocess").blank_line(), [&] {
-    o.add_noise = !no_noise;
+    if (!dataset_dir.empty()) overrides.push_back("data.dataset_dir=" + dataset_dir);
+    if (!cache_dir.empty()) overrides.push_back("data.cache_dir=" + cache_dir);
+    const train::Config config = config_path.empty() ? train::parse_config("", "defaults", overrides)
+                                                     : train::load_config(config_path, overrides);
+    const data::DataOptions o = train::data_options(config);
     const auto sets = data::load_datasets(o, nullptr);  // text is not needed for features
     data::CacheFillOptions fill;
     fill.jobs = jobs;
     fill.force = force;
     fill.on_progress = [&](const data::CacheFillProgress& p) {
-      draw(p.done, p.total, p.audio_samples / static_cast<double>(o.sampling_rate), p.elapsed_s);
+      draw(p.done, p.total, p.audio_samples / static_cast<double>(o.mel.sampling_rate), p.elapsed_s);
     };
     const auto r = data::fill_feature_cache({sets.train.get(), sets.validation.get()}, fill);
     draw(r.utterances, r.utterances, r.audio_seconds, r.elapsed_s);

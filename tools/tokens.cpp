@@ -9,9 +9,9 @@
 
 #include "cli_main.h"
 #include "common/error.h"
+#include "data/text/text_processor.h"
 #include "data/text/token_report.h"
 #include "train/config/config_io.h"
-#include "train/config/options_map.h"
 
 int main(int argc, char** argv) {
   using namespace monoflow;
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--file", file, "a UTF-8 file, one text per line");
   return cli_main(app, argc, argv, CliStyle("tokens"), [&] {
     const auto config = train::load_config(config_path, overrides);
-    const text::TextProcessor processor(train::text_options(config));
+    const text::TextProcessor processor(config.text);
     if (!file.empty()) {
       std::ifstream in(file);
       if (!in) throw FileError(file, 0, "cannot read");

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace monoflow {
 
@@ -27,6 +28,20 @@ class FileError : public UserError {
   }
   std::string file_;
   int line_;
+};
+
+// A bad value of one option: "<key>: <problem>", the key spelt as in the config file
+// ("model.n_heads"), so that the config can say where the key was set (file:line or --set).
+class OptionError : public UserError {
+ public:
+  OptionError(std::string key, std::string problem)
+      : UserError(key + ": " + problem), key_(std::move(key)), problem_(std::move(problem)) {}
+  const std::string& key() const { return key_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string key_;
+  std::string problem_;
 };
 
 }  // namespace monoflow

@@ -25,8 +25,8 @@ std::string alignment_problem(const DatasetItem& item, int n_sqz) {
 
 TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptions& options,
                        const TextEncoder& encoder, BadLines& bad)
-    : options_(options), mel_(options.mel()) {
-  if (!options.cache_dir.empty()) cache_ = std::make_unique<FeatureCache>(options.cache_dir, options.mel());
+    : options_(options), mel_(options.mel) {
+  if (!options.cache_dir.empty()) cache_ = std::make_unique<FeatureCache>(options.cache_dir, options.mel);
   const bool resample = options.on_rate_mismatch == "resample";
   for (const Utterance& u : utterances) {
     AudioInfo info;
@@ -36,20 +36,20 @@ TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptio
       bad.report(u.source, u.line, e.what());
       continue;
     }
-    if (info.sample_rate != options.sampling_rate && !resample) {
+    if (info.sample_rate != options.mel.sampling_rate && !resample) {
       bad.report(u.source, u.line,
                  u.audio_path + ": sample rate " + std::to_string(info.sample_rate) +
-                     " Hz, expected " + std::to_string(options.sampling_rate) +
+                     " Hz, expected " + std::to_string(options.mel.sampling_rate) +
                      " Hz (set data.on_rate_mismatch: resample, or convert the file)");
       continue;
     }
     DatasetItem item;
-    item.samples = resampled_length(info.frames, info.sample_rate, options.sampling_rate);
-    if (item.samples < options.filter_length) {
+    item.samples = resampled_length(info.frames, info.sample_rate, options.mel.sampling_rate);
+    if (item.samples < options.mel.filter_length) {
       bad.report(u.source, u.line,
                  u.audio_path + ": audio of " + std::to_string(item.samples) +
                      " samples is shorter than one frame (filter_length " +
-                     std::to_string(options.filter_length) + ")");
+                     std::to_string(options.mel.filter_length) + ")");
       continue;
     }
     item.mel_frames = mel_.num_frames(item.samples);
@@ -75,7 +75,7 @@ TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptio
     }
     item.utterance = u;
     multi_speaker_ = multi_speaker_ || u.speaker >= 0;
-    stats_.audio_seconds += static_cast<double>(item.samples) / options.sampling_rate;
+    stats_.audio_seconds += static_cast<double>(item.samples) / options.mel.sampling_rate;
     items_.push_back(std::move(item));
   }
   stats_.kept = static_cast<int64_t>(items_.size());
@@ -90,7 +90,7 @@ std::vector<int64_t> TtsDataset::mel_lengths() const {
 
 torch::Tensor TtsDataset::compute_mel(size_t i, uint64_t dither_seed) const {
   const DatasetItem& it = items_.at(i);
-  Audio audio = read_audio(it.utterance.audio_path, options_.sampling_rate,
+  Audio audio = read_audio(it.utterance.audio_path, options_.mel.sampling_rate,
                            options_.on_rate_mismatch == "resample");
   if (static_cast<int64_t>(audio.samples.size()) != it.samples) {
     throw FileError(it.utterance.audio_path, 0,

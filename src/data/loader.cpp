@@ -10,8 +10,7 @@ DataLoader::DataLoader(std::shared_ptr<const TtsDataset> dataset, const LoaderOp
     : dataset_(std::move(dataset)),
       options_(options),
       sampler_(dataset_->mel_lengths(), options) {
-  if (options.num_workers < 0) throw UserError("data.num_workers: must not be negative");
-  if (options.prefetch_batches < 1) throw UserError("data.prefetch_batches: must be at least 1");
+  // The sampler has checked the options (LoaderOptions::validate).
   for (int i = 0; i < options.num_workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 

@@ -2,9 +2,13 @@
 
 #include <sstream>
 
-#include "common/error.h"
+#include "common/checks.h"
 
 namespace monoflow::data {
+
+using check::at_least;
+using check::positive;
+using check::require;
 
 std::string MelOptions::settings_key() const {
   std::ostringstream s;
@@ -16,45 +20,40 @@ std::string MelOptions::settings_key() const {
   return s.str();
 }
 
-MelOptions DataOptions::mel() const {
-  MelOptions m;
-  m.sampling_rate = sampling_rate;
-  m.filter_length = filter_length;
-  m.hop_length = hop_length;
-  m.win_length = win_length;
-  m.n_mel_channels = n_mel_channels;
-  m.mel_fmin = mel_fmin;
-  m.mel_fmax = mel_fmax;
-  m.max_wav_value = max_wav_value;
-  m.add_noise = add_noise;
-  return m;
+void MelOptions::validate() const {
+  require("data.max_wav_value", positive(max_wav_value));
+  require("data.sampling_rate", positive(sampling_rate));
+  require("data.filter_length", positive(filter_length));
+  require("data.hop_length", positive(hop_length));
+  require("data.win_length", positive(win_length));
+  require("data.n_mel_channels", positive(n_mel_channels));
+  require("data.mel_fmin", at_least(mel_fmin, 0.0));
+  require("data.mel_fmax", positive(mel_fmax));
+  require(win_length <= filter_length, "data.win_length",
+          "must not exceed data.filter_length (" + std::to_string(filter_length) + ")");
+  require(mel_fmax <= sampling_rate / 2.0, "data.mel_fmax",
+          "must not exceed half of data.sampling_rate (" + std::to_string(sampling_rate / 2) + " Hz)");
+  require(mel_fmin < mel_fmax, "data.mel_fmin", "must be below data.mel_fmax");
 }
-
-namespace {
-void require(bool ok, const std::string& key, const std::string& what) {
-  if (!ok) throw UserError("data." + key + ": " + what);
-}
-}  // namespace
 
 void DataOptions::validate() const {
-  require(sampling_rate > 0, "sampling_rate", "must be positive");
-  require(filter_length > 0, "filter_length", "must be positive");
-  require(hop_length > 0, "hop_length", "must be positive");
-  require(win_length > 0 && win_length <= filter_length, "win_length",
-          "must be positive and at most filter_length");
-  require(n_mel_channels > 0, "n_mel_channels", "must be positive");
-  require(mel_fmin >= 0 && mel_fmax > mel_fmin && mel_fmax <= sampling_rate / 2.0, "mel_fmax",
-          "need 0 <= mel_fmin < mel_fmax <= sampling_rate/2");
-  require(max_wav_value > 0, "max_wav_value", "must be positive");
-  require(on_bad_line == "skip" || on_bad_line == "error", "on_bad_line",
-          "'" + on_bad_line + "' is not one of skip | error");
-  require(on_rate_mismatch == "resample" || on_rate_mismatch == "error", "on_rate_mismatch",
-          "'" + on_rate_mismatch + "' is not one of resample | error");
-  require(validation_size >= 0, "validation_size", "must not be negative");
-  require(n_sqz >= 1, "n_sqz", "must be at least 1 (model.n_sqz)");
-  require(max_mel_frames >= 0, "max_mel_frames", "must not be negative (0: no limit)");
-  require(!dataset_dir.empty() || !training_files.empty(), "dataset_dir",
-          "set dataset_dir (LJSpeech layout) or training_files (a filelist)");
+  mel.validate();
+  require("data.n_speakers", at_least(n_speakers, 0));
+  require("data.validation_size", at_least(validation_size, 0));
+  require("data.on_bad_line", check::one_of(on_bad_line, {"skip", "error"}));
+  require("data.on_rate_mismatch", check::one_of(on_rate_mismatch, {"resample", "error"}));
+  require("data.max_mel_frames", at_least(max_mel_frames, 0));
+  require("model.n_sqz", at_least(n_sqz, 1));
+  require(!dataset_dir.empty() || !training_files.empty(), "data.dataset_dir",
+          "no training data: set data.dataset_dir (a folder with metadata.csv and wavs/) or "
+          "data.training_files (a filelist)");
+}
+
+void LoaderOptions::validate() const {
+  require("train.batch_size", positive(batch_size));
+  require("data.num_workers", at_least(num_workers, 0));
+  require("data.prefetch_batches", positive(prefetch_batches));
+  require("loader.bucket_batches", positive(bucket_batches));
 }
 
 }  // namespace monoflow::data

@@ -27,12 +27,11 @@ uint64_t mix_seed(uint64_t a, uint64_t b) { return splitmix64(a ^ splitmix64(b))
 
 BucketBatchSampler::BucketBatchSampler(std::vector<int64_t> lengths, const LoaderOptions& options)
     : lengths_(std::move(lengths)), options_(options) {
-  if (options.batch_size <= 0) throw UserError("train.batch_size: must be positive");
+  options.validate();
   if (options.world_size <= 0 || options.rank < 0 || options.rank >= options.world_size) {
     throw UserError("distributed: rank " + std::to_string(options.rank) +
                     " is not in [0, world_size=" + std::to_string(options.world_size) + ")");
   }
-  if (options.bucket_batches <= 0) throw UserError("loader: bucket_batches must be positive");
   const int64_t n = static_cast<int64_t>(lengths_.size());
   const int64_t b = options.batch_size;
   global_ = options.drop_last ? n / b : (n + b - 1) / b;

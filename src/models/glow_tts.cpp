@@ -7,43 +7,6 @@
 
 namespace monoflow::models {
 
-namespace {
-void require(bool ok, const std::string& key, const std::string& what) {
-  if (!ok) throw UserError("model." + key + ": " + what);
-}
-}  // namespace
-
-void GlowTTSOptions::validate() const {
-  require(n_vocab_ > 0, "n_vocab", "the vocabulary must not be empty");
-  require(out_channels_ > 0, "out_channels", "needs at least one mel channel (data.n_mel_channels)");
-  require(hidden_channels_ > 0, "hidden_channels", "must be positive");
-  require(hidden_channels_enc_ >= 0 && hidden_channels_dec_ >= 0, "hidden_channels_enc",
-          "hidden_channels_enc/_dec must be >= 0 (0: hidden_channels)");
-  require(n_heads_ > 0 && encoder_channels() % n_heads_ == 0, "n_heads",
-          "must divide the encoder channels (" + std::to_string(encoder_channels()) + ")");
-  require(filter_channels_ > 0 && filter_channels_dp_ > 0, "filter_channels", "filter_channels(_dp) must be positive");
-  require(kernel_size_ > 0 && kernel_size_ % 2 == 1, "kernel_size", "must be odd (same-length convs)");
-  require(kernel_size_dec_ > 0 && kernel_size_dec_ % 2 == 1, "kernel_size_dec", "must be odd");
-  require(decoder_channels() % 2 == 0, "hidden_channels_dec", "must be even (gated units split it in halves)");
-  require(n_layers_enc_ >= 0, "n_layers_enc", "must be >= 0");
-  require(n_blocks_dec_ > 0, "n_blocks_dec", "must be positive");
-  require(n_block_layers_ > 0, "n_block_layers", "must be positive");
-  require(dilation_rate_ >= 1, "dilation_rate", "must be >= 1");
-  require(n_sqz_ >= 1, "n_sqz", "must be >= 1");
-  require(n_split_ >= 2 && n_split_ % 2 == 0, "n_split", "must be even and >= 2");
-  require((out_channels_ * n_sqz_) % n_split_ == 0 && (out_channels_ * n_sqz_) % 2 == 0, "n_split",
-          "n_mel_channels * n_sqz (" + std::to_string(out_channels_ * n_sqz_) + ") must be divisible by n_split and 2");
-  require(window_size_ >= 0, "window_size", "must be >= 0 (0: none)");
-  require(block_length_ >= 0, "block_length", "must be >= 0 (0: none)");
-  require(p_dropout_ >= 0 && p_dropout_ < 1 && p_dropout_dec_ >= 0 && p_dropout_dec_ < 1, "p_dropout",
-          "dropout probabilities must be in [0, 1)");
-  require(n_speakers_ >= 0 && gin_channels_ >= 0, "gin_channels", "n_speakers and gin_channels must be >= 0");
-  require(!(n_speakers_ > 1 && gin_channels_ == 0), "gin_channels",
-          "a multi-speaker model (data.n_speakers > 1) needs gin_channels > 0");
-  require(!(n_speakers_ <= 1 && gin_channels_ > 0), "gin_channels",
-          "gin_channels > 0 needs data.n_speakers > 1 (set it to 0 for one speaker)");
-}
-
 GlowTTSImpl::GlowTTSImpl(const GlowTTSOptions& options) : options_(options) {
   options_.validate();
   encoder = register_module("encoder", TextEncoder(options_));

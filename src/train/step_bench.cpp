@@ -101,7 +101,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   const auto& t = o.config.train;
   FusedAdam optimizer(model->parameters(),
                                torch::optim::AdamOptions(t.learning_rate).betas({t.betas[0], t.betas[1]}).eps(t.eps));
-  const LrSchedule schedule(t.scheduler, t.learning_rate, o.config.model.hidden_channels, t.warmup_steps);
+  const LrSchedule schedule(t.scheduler, t.learning_rate, o.config.model.hidden_channels(), t.warmup_steps);
 
   StepOptions so;
   so.mas.backend = backend;

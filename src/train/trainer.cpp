@@ -191,7 +191,7 @@ void Trainer::setup() {
   out_.images = dir_ / "images";
   out_.samples = dir_ / "samples";
 
-  text_ = std::make_unique<text::TextProcessor>(text_options(c_));
+  text_ = std::make_unique<text::TextProcessor>(c_.text);
   const text::TextProcessor* tp = text_.get();
   datasets_ = data::load_datasets(data_options(c_), [tp](const std::string& s) { return tp->encode(s); });
   // Characters the symbol set lacks were dropped while encoding: say so once, with counts.
@@ -220,7 +220,7 @@ void Trainer::setup() {
       model_->parameters(), torch::optim::AdamOptions(c_.train.learning_rate)
                                 .betas({c_.train.betas[0], c_.train.betas[1]})
                                 .eps(c_.train.eps));
-  schedule_ = std::make_unique<LrSchedule>(c_.train.scheduler, c_.train.learning_rate, c_.model.hidden_channels,
+  schedule_ = std::make_unique<LrSchedule>(c_.train.scheduler, c_.train.learning_rate, c_.model.hidden_channels(),
                                            c_.train.warmup_steps);
 
   step_options_.mas.backend = backend_;
@@ -493,9 +493,9 @@ void Trainer::validate_now() {
   vo.step = step_options_;
   vo.step.check_finite = false;
   vo.mel_basis = datasets_.validation->mel_spectrogram().filterbank();
-  vo.griffin_lim.n_fft = c_.data.filter_length;
-  vo.griffin_lim.hop_length = c_.data.hop_length;
-  vo.griffin_lim.win_length = c_.data.win_length;
+  vo.griffin_lim.n_fft = c_.data.mel.filter_length;
+  vo.griffin_lim.hop_length = c_.data.mel.hop_length;
+  vo.griffin_lim.win_length = c_.data.mel.win_length;
   vo.griffin_lim.seed = static_cast<uint64_t>(c_.train.seed);
   const auto start = Clock::now();
   const ValidationResult v = validate(model_, *val_loader_, device_, vo);
@@ -517,8 +517,8 @@ void Trainer::validate_now() {
   if (v.audio.defined() && v.audio.numel() > 0) {
     const double peak = v.audio.abs().max().item<double>();
     const torch::Tensor audio = peak > 0 ? v.audio * (0.9 / peak) : v.audio;
-    const std::string wav = encode_wav16(audio, c_.data.sampling_rate);
-    if (out_.tb) out_.tb->audio("val/audio_griffin_lim", wav, c_.data.sampling_rate, audio.numel(), step_);
+    const std::string wav = encode_wav16(audio, c_.data.mel.sampling_rate);
+    if (out_.tb) out_.tb->audio("val/audio_griffin_lim", wav, c_.data.mel.sampling_rate, audio.numel(), step_);
     write_file((out_.samples / ("val_" + tag + ".wav")).string(), wav);
   }
   if (out_.tb) out_.tb->flush();

@@ -44,29 +44,29 @@ TEST(ConfigDefaults, MatchTheOfficialBaseConfig) {
   EXPECT_DOUBLE_EQ(c.train.eps, 1e-9);
   EXPECT_TRUE(c.train.ddi);
   EXPECT_TRUE(c.train.fp16_run);
-  EXPECT_EQ(c.data.sampling_rate, 22050);
-  EXPECT_EQ(c.data.filter_length, 1024);
-  EXPECT_EQ(c.data.hop_length, 256);
-  EXPECT_EQ(c.data.win_length, 1024);
-  EXPECT_EQ(c.data.n_mel_channels, 80);
-  EXPECT_DOUBLE_EQ(c.data.mel_fmax, 8000.0);
-  EXPECT_DOUBLE_EQ(c.data.max_wav_value, 32768.0);
-  EXPECT_EQ(c.data.text_cleaners, std::vector<std::string>{"english_cleaners"});
-  EXPECT_EQ(c.model.hidden_channels, 192);
-  EXPECT_EQ(c.model.filter_channels, 768);
-  EXPECT_EQ(c.model.filter_channels_dp, 256);
-  EXPECT_EQ(c.model.n_blocks_dec, 12);
-  EXPECT_EQ(c.model.n_layers_enc, 6);
-  EXPECT_EQ(c.model.n_heads, 2);
-  EXPECT_EQ(c.model.kernel_size_dec, 5);
-  EXPECT_EQ(c.model.n_block_layers, 4);
-  EXPECT_EQ(c.model.n_sqz, 2);
-  EXPECT_EQ(c.model.window_size, 4);
-  EXPECT_EQ(c.model.n_split, 4);
-  EXPECT_DOUBLE_EQ(c.model.p_dropout, 0.1);
-  EXPECT_DOUBLE_EQ(c.model.p_dropout_dec, 0.05);
-  EXPECT_TRUE(c.model.mean_only);
-  EXPECT_TRUE(c.model.prenet);
+  EXPECT_EQ(c.data.mel.sampling_rate, 22050);
+  EXPECT_EQ(c.data.mel.filter_length, 1024);
+  EXPECT_EQ(c.data.mel.hop_length, 256);
+  EXPECT_EQ(c.data.mel.win_length, 1024);
+  EXPECT_EQ(c.data.mel.n_mel_channels, 80);
+  EXPECT_DOUBLE_EQ(c.data.mel.mel_fmax, 8000.0);
+  EXPECT_DOUBLE_EQ(c.data.mel.max_wav_value, 32768.0);
+  EXPECT_EQ(c.text.cleaners, std::vector<std::string>{"english_cleaners"});
+  EXPECT_EQ(c.model.hidden_channels(), 192);
+  EXPECT_EQ(c.model.filter_channels(), 768);
+  EXPECT_EQ(c.model.filter_channels_dp(), 256);
+  EXPECT_EQ(c.model.n_blocks_dec(), 12);
+  EXPECT_EQ(c.model.n_layers_enc(), 6);
+  EXPECT_EQ(c.model.n_heads(), 2);
+  EXPECT_EQ(c.model.kernel_size_dec(), 5);
+  EXPECT_EQ(c.model.n_block_layers(), 4);
+  EXPECT_EQ(c.model.n_sqz(), 2);
+  EXPECT_EQ(c.model.window_size(), 4);
+  EXPECT_EQ(c.model.n_split(), 4);
+  EXPECT_DOUBLE_EQ(c.model.p_dropout(), 0.1);
+  EXPECT_DOUBLE_EQ(c.model.p_dropout_dec(), 0.05);
+  EXPECT_TRUE(c.model.mean_only());
+  EXPECT_TRUE(c.model.prenet());
   EXPECT_DOUBLE_EQ(c.run.mas_neg_inf, -1e32);
 }
 
@@ -75,14 +75,14 @@ TEST(ConfigFile, LjspeechYamlHoldsTheOfficialValues) {
   Config defaults;
   defaults.data.dataset_dir = file.data.dataset_dir;
   defaults.train.checkpoint_interval = file.train.checkpoint_interval;
-  defaults.data.cmudict_path = file.data.cmudict_path;
+  defaults.text.cmudict_path = file.text.cmudict_path;
   // Every official value in the file equals the official default of config.h.
   EXPECT_EQ(to_yaml(file), to_yaml(defaults));
   EXPECT_EQ(file.data.dataset_dir, "data/LJSpeech-1.1");
   // CMUdict as the official base config: the dictionary scripts/setup.sh installs; "" (the
   // default) goes back to characters only.
-  EXPECT_EQ(file.data.cmudict_path, "data/cmudict/cmudict.dict");
-  EXPECT_EQ(load_config(source_dir() + "/configs/ljspeech.yaml", {"data.cmudict_path=\"\""}).data.cmudict_path, "");
+  EXPECT_EQ(file.text.cmudict_path, "data/cmudict/cmudict.dict");
+  EXPECT_EQ(load_config(source_dir() + "/configs/ljspeech.yaml", {"data.cmudict_path=\"\""}).text.cmudict_path, "");
   EXPECT_EQ(file.origin.at("train.batch_size"), source_dir() + "/configs/ljspeech.yaml:14");
 }
 
@@ -97,7 +97,7 @@ TEST(ConfigFile, ReadsValuesOfEveryType) {
   EXPECT_DOUBLE_EQ(c.train.betas[1], 0.99);
   EXPECT_DOUBLE_EQ(c.train.eps, 1e-8);
   EXPECT_FALSE(c.train.ddi);
-  EXPECT_EQ(c.data.text_cleaners,
+  EXPECT_EQ(c.text.cleaners,
             (std::vector<std::string>{"basic_cleaners", "transliteration_cleaners"}));
   EXPECT_EQ(c.run.align_backend, "cuda-fast");
   EXPECT_EQ(c.train.warmup_steps, 4000);  // untouched keys keep their defaults
@@ -114,7 +114,7 @@ TEST(ConfigOverrides, ApplyInOrderAndRecordTheirOrigin) {
                            "data.cmudict_path=dict.txt", "run.device=cuda:1", "train.fp16_run=false"});
   EXPECT_EQ(c.train.batch_size, 8);
   EXPECT_DOUBLE_EQ(c.train.betas[0], 0.5);
-  EXPECT_EQ(c.data.cmudict_path, "dict.txt");
+  EXPECT_EQ(c.text.cmudict_path, "dict.txt");
   EXPECT_EQ(c.run.device, "cuda:1");
   EXPECT_FALSE(c.train.fp16_run);
   EXPECT_EQ(c.origin.at("train.batch_size"), "--set");
@@ -192,6 +192,34 @@ TEST(ConfigErrors, CrossFieldChecksNameTheKeyAndItsLine) {
             "(4000 Hz)");
   EXPECT_EQ(error_of(kMinimal, {"model.kernel_size=4"}),
             "--set: model.kernel_size: must be odd (same-length convolution)");
+}
+
+TEST(ConfigErrors, LibraryRecordsCheckTheirOwnValuesAndTheConfigNamesThePlace) {
+  // The data and model sections are checked by their records' validate(): the message names
+  // the key, the config the line (or --set) it was set on.
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  hop_length: 0\n"),
+            "test.yaml:3: data.hop_length: must be > 0, got 0");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  on_bad_line: ignore\n"),
+            "test.yaml:3: data.on_bad_line: must be one of 'skip' 'error', got 'ignore'");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  num_workers: -1\n"),
+            "test.yaml:3: data.num_workers: must be >= 0, got -1");
+  EXPECT_EQ(error_of(kMinimal, {"model.p_dropout_dec=1"}),
+            "--set: model.p_dropout_dec: must be in [0, 1), got 1");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\n  text_cleaners: [german_cleaners]\n"),
+            "test.yaml:3: data.text_cleaners: unknown text cleaner 'german_cleaners'; known: "
+            "english_cleaners, basic_cleaners, transliteration_cleaners");
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\nmodel:\n  gin_channels: 16\n"),
+            "test.yaml:4: model.gin_channels: gin_channels > 0 needs data.n_speakers > 1 (set it to 0 "
+            "for one speaker)");
+}
+
+TEST(ConfigModel, TakesWhatTheModelTakes) {
+  // hidden_channels_enc: 0 is the official None (the encoder is hidden_channels wide), and
+  // n_heads must divide the encoder's width.
+  const Config c = parse_config("data:\n  dataset_dir: x\nmodel:\n  hidden_channels_enc: 0\n", "t.yaml");
+  EXPECT_EQ(c.model.encoder_channels(), 192);
+  EXPECT_EQ(error_of("data:\n  dataset_dir: x\nmodel:\n  hidden_channels_enc: 191\n"),
+            "test.yaml (default value): model.n_heads: must divide model.hidden_channels_enc (191)");
 }
 
 TEST(ConfigErrors, BadOverrides) {

@@ -244,10 +244,10 @@ TEST(DataOptions, BadValuesNameTheirKey) {
   ok.dataset_dir = "somewhere";
   EXPECT_NO_THROW(ok.validate());
   auto o = ok;
-  o.win_length = 2048;  // > filter_length
+  o.mel.win_length = 2048;  // > filter_length
   expect_key(o, "win_length");
   o = ok;
-  o.mel_fmax = 12000;  // > sampling_rate / 2
+  o.mel.mel_fmax = 12000;  // > sampling_rate / 2
   expect_key(o, "mel_fmax");
   o = ok;
   o.on_rate_mismatch = "ignore";

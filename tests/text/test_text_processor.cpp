@@ -98,7 +98,7 @@ TEST(TextProcessor, UnknownCharactersAreDroppedCountedAndReported) {
 
 TEST(TextProcessor, UnknownCharacterCanBeAnError) {
   TextOptions o;
-  o.error_on_unknown = true;
+  o.on_unknown_char = "error";
   const TextProcessor tp(o);
   EXPECT_EQ(tp.encode("ok"), (Ids{52, 48}));
   try {

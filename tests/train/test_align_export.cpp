@@ -296,7 +296,7 @@ TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
 
   // The model, as align builds it, run by hand.
   const Config c = parse_config(read_checkpoint_state(*checkpoint_).config_yaml, "snapshot");
-  auto tp = std::make_shared<const text::TextProcessor>(text_options(c));
+  auto tp = std::make_shared<const text::TextProcessor>(c.text);
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
   load_checkpoint(*checkpoint_, *model, nullptr);
   model->set_ddi(false);

@@ -66,7 +66,7 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   data::Batch full;
   full.text = torch::randint(1, 20, {4, 6}, torch::kInt64);
   full.text_lengths = torch::full({4}, 6, torch::kInt64);
-  full.mel = torch::randn({4, c.data.n_mel_channels, 24}) - 5;
+  full.mel = torch::randn({4, c.data.mel.n_mel_channels, 24}) - 5;
   full.mel_lengths = torch::full({4}, 24, torch::kInt64);
 
   // Three copies of the same initial weights, made before any thread runs.
@@ -131,7 +131,7 @@ TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
   data::Batch b;
   b.text = torch::randint(1, 20, {4, 7}, torch::kInt64);
   b.text_lengths = torch::tensor({7, 6, 5, 7}, torch::kInt64);
-  b.mel = torch::randn({4, c.data.n_mel_channels, 28}) - 5;
+  b.mel = torch::randn({4, c.data.mel.n_mel_channels, 28}) - 5;
   b.mel_lengths = torch::tensor({28, 24, 20, 26}, torch::kInt64);
   torch::manual_seed(4);
   models::GlowTTS init = tiny_model(c);
@@ -185,7 +185,7 @@ TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
   data::Batch b;
   b.text = torch::tensor({{5, 6, 7, 8}, {9, 10, 11, 0}}, torch::kInt64);
   b.text_lengths = torch::tensor({4, 3}, torch::kInt64);
-  b.mel = torch::randn({2, c.data.n_mel_channels, 24}) - 5;
+  b.mel = torch::randn({2, c.data.mel.n_mel_channels, 24}) - 5;
   b.mel_lengths = torch::tensor({24, 20}, torch::kInt64);
   std::vector<std::vector<torch::Tensor>> before(2);
   for (int r = 0; r < 2; ++r) {

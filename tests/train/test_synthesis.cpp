@@ -31,9 +31,9 @@ std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
   Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
   if (speakers > 1) {
     c.data.n_speakers = speakers;
-    c.model.gin_channels = 8;
+    c.model.gin_channels(8);
   }
-  const text::TextProcessor tp(text_options(c));
+  const text::TextProcessor tp(c.text);
   torch::manual_seed(5);
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
   torch::optim::Adam adam(model->parameters());

@@ -216,7 +216,7 @@ TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
 TEST(TrainStep, NonFiniteLossSkipsTheUpdate) {
   TempDir dir;
   const Config c = testing::tiny_config(corpus(), dir / "run", 1);
-  const text::TextProcessor tp(text_options(c));
+  const text::TextProcessor tp(c.text);
   torch::manual_seed(3);
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
   FusedAdam opt(model->parameters(), torch::optim::AdamOptions(1e-3));

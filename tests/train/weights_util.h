@@ -15,7 +15,7 @@ namespace monoflow::train::testing {
 
 // A freshly initialised model of the config (the current torch seed decides its weights).
 inline models::GlowTTS tiny_model(const Config& c) {
-  const text::TextProcessor tp(text_options(c));
+  const text::TextProcessor tp(c.text);
   return models::GlowTTS(model_options(c, static_cast<int64_t>(tp.vocab_size())));
 }
 

@@ -137,7 +137,7 @@ void check_cleaner_names(const std::vector<std::string>& names) {
     if (!known) {
       std::string list;
       for (const auto& k : known_cleaners()) list += (list.empty() ? "" : ", ") + k;
-      throw UserError("unknown text cleaner '" + name + "' (data.text_cleaners); known: " + list);
+      throw OptionError("data.text_cleaners", "unknown text cleaner '" + name + "'; known: " + list);
     }
   }
 }

@@ -107,20 +107,13 @@ std::vector<std::string> split_on_space(const std::string& s) {
 
 TextProcessor::TextProcessor(TextOptions options)
     : options_(std::move(options)), unknown_(std::make_unique<UnknownCounter>()) {
-  check_cleaner_names(options_.cleaners);
+  options_.validate();
   if (options_.symbols == "english") {
     table_ = std::make_unique<SymbolTable>(SymbolTable::english());
     if (!options_.cmudict_path.empty()) dict_ = std::make_unique<CmuDict>(options_.cmudict_path);
-  } else if (options_.symbols == "ipa") {
-    if (!options_.cmudict_path.empty()) {
-      throw UserError("data.cmudict_path applies to data.symbols: english only (ipa phonemes "
-                      "come from espeak-ng); remove one of the two");
-    }
+  } else {  // ipa
     table_ = std::make_unique<SymbolTable>(SymbolTable::ipa());
     phonemizer_ = std::make_unique<Phonemizer>(options_.espeak_voice);
-  } else {
-    throw UserError("unknown symbol set '" + options_.symbols +
-                    "' (data.symbols); known: english, ipa");
   }
 }
 
@@ -135,7 +128,7 @@ std::string TextProcessor::clean(const std::string& text) const {
 std::vector<int64_t> TextProcessor::encode(const std::string& utf8_text) const {
   std::string text = utf8_text;
   if (options_.add_space) text = " " + strip(text) + " ";
-  Encoder enc(*table_, options_.error_on_unknown, options_.symbols);
+  Encoder enc(*table_, options_.on_unknown_char == "error", options_.symbols);
 
   if (phonemizer_) {
     std::string phonemes = phonemizer_->phonemize(clean(text));

@@ -5,8 +5,7 @@
 //   int64_t n_vocab = tp.vocab_size();       // the model's n_vocab
 //   ... after a pass over the corpus: if (!tp.unknown_report().empty()) warn(tp.unknown_report());
 //
-// Config mapping (src/train/config/config.h, data section): text_cleaners -> cleaners, symbols,
-// cmudict_path, add_space, add_blank.
+// Options: text_options.h (the config holds them as its Config::text).
 //
 // Behaviour follows the original Glow-TTS / keithito text pipeline (text_to_sequence with
 // cleaners, optional CMUdict, curly-brace ARPAbet, add_space, add_blank). Encoding is const and
@@ -21,22 +20,9 @@
 #include <string>
 #include <vector>
 
-namespace monoflow::text {
+#include "data/text/text_options.h"
 
-struct TextOptions {
-  // Cleaner names applied in order: english_cleaners | basic_cleaners | transliteration_cleaners.
-  std::vector<std::string> cleaners{"english_cleaners"};
-  // "english": the original 148 symbols (pad, punctuation, letters, @ARPAbet).
-  // "ipa": espeak-ng IPA phonemes (needs libespeak-ng compiled in; UserError otherwise).
-  std::string symbols = "english";
-  std::string cmudict_path;       // empty: no dictionary (english set only)
-  bool add_space = false;         // text = " " + strip(text) + " " before encoding (original)
-  bool add_blank = false;         // intersperse blank_id() between all tokens and at both ends
-  std::string espeak_voice = "en-us";  // ipa only: a voice ("en-us") or a language ("en-gb")
-  // Characters without a symbol are dropped (as the original) and counted; with this set they
-  // throw UserError naming the character instead.
-  bool error_on_unknown = false;
-};
+namespace monoflow::text {
 
 class SymbolTable;
 class CmuDict;

@@ -157,7 +157,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   align::MasOptions mas;
   mas.backend = resolve_backend("auto", device);  // cuda-fast on a GPU (else cuda); cpu on the CPU
 
-  auto tp = std::make_shared<const text::TextProcessor>(text_options(c));
+  auto tp = std::make_shared<const text::TextProcessor>(c.text);
   data::BadLines bad(d.on_bad_line);
   const std::vector<data::Utterance> utterances = read_utterances(d, bad);
   const auto dataset = std::make_shared<const data::TtsDataset>(utterances, d, data::text_encoder(tp), bad);
@@ -180,10 +180,10 @@ AlignReport align_dataset(const AlignOptions& o) {
 
   for (const char* sub : {"durations", "textgrids"}) make_dirs(o.out_dir + "/" + sub);
   if (o.images) make_dirs(o.out_dir + "/images");
-  const FrameTiming timing{c.data.hop_length, c.data.sampling_rate};
+  const FrameTiming timing{c.data.mel.hop_length, c.data.mel.sampling_rate};
   WordSpanOptions spans;
   spans.min_pause_frames =
-      static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.sampling_rate / c.data.hop_length - 1e-9));
+      static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
 
   AlignReport report;
   report.bad_lines = bad.skipped();

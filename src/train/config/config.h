@@ -1,6 +1,9 @@
 // The run configuration: YAML sections mapped onto typed structs. The train / data / model
 // sections carry the fields of the official Glow-TTS configs/base.json with the same names and
 // defaults; fields marked "ours" are monoflow's additions. The run section is ours entirely.
+// The data and model sections are the libraries' own option records (plain structs, no
+// LibTorch), held as they are: a hyper-parameter is declared once, in its library, and
+// config_schema.cpp names its YAML key.
 #pragma once
 
 #include <array>
@@ -8,6 +11,10 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include "data/options.h"
+#include "data/text/text_options.h"
+#include "models/options.h"
 
 namespace monoflow::train {
 
@@ -34,64 +41,6 @@ struct TrainSection {
   bool allow_tf32 = true;
 };
 
-struct DataSection {
-  bool load_mel_from_disk = false;
-  std::string training_files;    // filelist (path|text or path|speaker|text); empty: use dataset_dir
-  std::string validation_files;  // filelist; empty: seeded split of the training data
-  std::vector<std::string> text_cleaners{"english_cleaners"};
-  double max_wav_value = 32768.0;
-  int sampling_rate = 22050;
-  int filter_length = 1024;
-  int hop_length = 256;
-  int win_length = 1024;
-  int n_mel_channels = 80;
-  double mel_fmin = 0.0;
-  double mel_fmax = 8000.0;
-  bool add_noise = true;
-  bool add_space = false;
-  bool add_blank = false;
-  std::string cmudict_path;  // empty: no CMUdict
-  int n_speakers = 0;
-  // ours
-  std::string dataset_dir;            // LJSpeech layout: metadata.csv + wavs/
-  std::string symbols = "english";    // english (the original 148 symbols) | ipa (espeak-ng phonemes)
-  std::string espeak_voice = "en-us"; // ipa only: an espeak-ng voice or language
-  std::string on_unknown_char = "skip";  // skip (drop, count, report once) | error
-  int validation_size = 100;          // utterances held out by the seeded split
-  std::string on_bad_line = "skip";   // skip (warn and count) | error
-  std::string on_rate_mismatch = "resample";  // resample (soxr) | error
-  std::string cache_dir;              // empty: <run dir>/cache
-  int num_workers = 2;                // loader threads
-  int prefetch_batches = 4;
-  int max_mel_frames = 1000;          // longer utterances are skipped (0: no limit)
-};
-
-struct ModelSection {
-  int hidden_channels = 192;
-  int filter_channels = 768;
-  int filter_channels_dp = 256;
-  int kernel_size = 3;
-  double p_dropout = 0.1;
-  int n_blocks_dec = 12;
-  int n_layers_enc = 6;
-  int n_heads = 2;
-  double p_dropout_dec = 0.05;
-  int dilation_rate = 1;
-  int kernel_size_dec = 5;
-  int n_block_layers = 4;
-  int n_sqz = 2;
-  bool prenet = true;
-  bool mean_only = true;
-  int hidden_channels_enc = 192;
-  int hidden_channels_dec = 192;
-  int window_size = 4;
-  // ours, with the official FlowGenerator's constructor defaults
-  int n_split = 4;
-  bool sigmoid_scale = false;
-  int block_length = 0;  // 0: none
-  int gin_channels = 0;  // speaker embedding size when data.n_speakers > 1
-};
-
 struct RunSection {
   std::string dir = "runs/ljspeech";     // checkpoints, logs, config snapshot
   std::string device = "auto";           // auto | cpu | cuda | cuda:N
@@ -105,8 +54,15 @@ struct RunSection {
 
 struct Config {
   TrainSection train;
-  DataSection data;
-  ModelSection model;
+  // The YAML data section fills three records: the dataset with its mel recipe (data.mel), the
+  // text front-end, and the loader's threads (num_workers, prefetch_batches; its batch_size and
+  // seed come from the train section: loader_options()).
+  data::DataOptions data;
+  text::TextOptions text;
+  data::LoaderOptions loader;
+  // The YAML model section: FlowGenerator's keyword arguments (n_vocab, out_channels and
+  // n_speakers are filled in by model_options()).
+  models::GlowTTSOptions model;
   RunSection run;
   std::string source;  // the file it was read from, for messages
   // Where each explicitly set key came from ("file.yaml:12" or "--set"), for messages.

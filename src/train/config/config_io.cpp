@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "train/config/config_schema.h"
+#include "train/config/library_options.h"
 
 namespace monoflow::train {
 namespace {
@@ -106,32 +107,17 @@ void apply_override(Config& config, const std::string& assignment) {
 }
 
 void validate(const Config& c) {
-  const auto& d = c.data;
-  const auto& m = c.model;
-  if (d.dataset_dir.empty() && d.training_files.empty())
-    invalid(c, "data.dataset_dir", "no training data: set data.dataset_dir (a folder with "
-                                   "metadata.csv and wavs/) or data.training_files (a filelist)");
-  if (d.win_length > d.filter_length)
-    invalid(c, "data.win_length", "must not exceed data.filter_length (" +
-                                      std::to_string(d.filter_length) + ")");
-  if (d.mel_fmax > d.sampling_rate / 2.0)
-    invalid(c, "data.mel_fmax", "must not exceed half of data.sampling_rate (" +
-                                    std::to_string(d.sampling_rate / 2) + " Hz)");
-  if (d.mel_fmin >= d.mel_fmax) invalid(c, "data.mel_fmin", "must be below data.mel_fmax");
-  if (m.hidden_channels % m.n_heads != 0)
-    invalid(c, "model.n_heads", "must divide model.hidden_channels (" +
-                                    std::to_string(m.hidden_channels) + ")");
-  if (m.kernel_size % 2 == 0) invalid(c, "model.kernel_size", "must be odd (same-length convolution)");
-  if (m.kernel_size_dec % 2 == 0)
-    invalid(c, "model.kernel_size_dec", "must be odd (same-length convolution)");
-  if (m.n_split % 2 != 0) invalid(c, "model.n_split", "must be even (the 1x1 conv mixes channel halves)");
-  if ((d.n_mel_channels * m.n_sqz) % m.n_split != 0)
-    invalid(c, "model.n_split", "must divide data.n_mel_channels * model.n_sqz (" +
-                                    std::to_string(d.n_mel_channels * m.n_sqz) + ")");
-  if (d.n_speakers > 1 && m.gin_channels == 0)
-    invalid(c, "model.gin_channels", "must be > 0 when data.n_speakers > 1 (speaker embedding size)");
-  if (d.symbols == "ipa" && !d.cmudict_path.empty())
-    invalid(c, "data.cmudict_path", "CMUdict lookup applies to the english symbol set, not ipa");
+  // Each record checks its own values (and those other sections give it: library_options.h);
+  // an OptionError names the key, and here the key gets its place. The model comes before the
+  // dataset, so that a bad model value is reported even when no dataset is set yet.
+  try {
+    c.text.validate();
+    model_options(c, /*n_vocab: the text front-end's, known later; any count checks the rest*/ 1).validate();
+    data_options(c).validate();
+    loader_options(c, /*training=*/true).validate();
+  } catch (const OptionError& e) {
+    invalid(c, e.key(), e.problem());
+  }
 }
 
 std::string to_yaml(const Config& config) {

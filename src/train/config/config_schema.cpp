@@ -7,6 +7,10 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <type_traits>
+#include <utility>
+
+#include "common/checks.h"
 
 namespace monoflow::train::schema {
 namespace {
@@ -117,38 +121,19 @@ YAML::Node to_node(const double& v) {
 }
 template <class T> YAML::Node to_node(const T& v) { return YAML::Node(v); }
 
-// ---- value checks: return "" when fine
+// ---- value checks of the train and run sections (the libraries' records check their own
+// values in validate(), with the same texts: common/checks.h)
 
 template <class T> using Check = std::function<std::string(const T&)>;
 
 template <class T> Check<T> at_least(T lo) {
-  return [lo](const T& v) {
-    std::ostringstream m;
-    if (v < lo) m << "must be >= " << lo << ", got " << v;
-    return m.str();
-  };
+  return [lo](const T& v) { return check::at_least(v, lo); };
 }
 template <class T> Check<T> positive() {
-  return [](const T& v) {
-    std::ostringstream m;
-    if (!(v > 0)) m << "must be > 0, got " << v;
-    return m.str();
-  };
-}
-Check<double> probability() {
-  return [](const double& v) {
-    std::ostringstream m;
-    if (v < 0.0 || v >= 1.0) m << "must be in [0, 1), got " << v;
-    return m.str();
-  };
+  return [](const T& v) { return check::positive(v); };
 }
 Check<std::string> one_of(std::vector<std::string> allowed) {
-  return [allowed](const std::string& v) -> std::string {
-    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return "";
-    std::string m = "must be one of";
-    for (const auto& a : allowed) m += " '" + a + "'";
-    return m + ", got '" + v + "'";
-  };
+  return [allowed](const std::string& v) { return check::one_of(v, allowed); };
 }
 Check<std::string> device_name() {
   return [](const std::string& v) -> std::string {
@@ -167,112 +152,139 @@ Check<std::array<double, 2>> betas() {
   };
 }
 
-template <class Section, class T>
-Field field(std::string key, Section Config::*section, T Section::*member, Check<T> check = {}) {
+// ---- rows
+
+// The field a row fills, reached from the Config by member pointers:
+// member(c, &Config::data, &DataOptions::mel, &MelOptions::hop_length) is c.data.mel.hop_length.
+template <class Object> Object& member(Object& o) { return o; }
+template <class Object, class Member, class... More>
+auto& member(Object& o, Member m, More... more) {
+  return member(o.*m, more...);
+}
+template <class... Path>
+using FieldType = std::decay_t<decltype(member(std::declval<Config&>(), std::declval<Path>()...))>;
+
+template <class T, class... Path>
+Field make_field(std::string key, Check<T> check, Path... path) {
   Field f;
   f.key = std::move(key);
   f.type = type_name<T>();
-  f.assign = [section, member, check](Config& c, const YAML::Node& n) -> std::string {
+  f.assign = [check, path...](Config& c, const YAML::Node& n) -> std::string {
     T value{};
     std::string err = convert(n, &value);
     if (err.empty() && check) err = check(value);
-    if (err.empty()) (c.*section).*member = std::move(value);
+    if (err.empty()) member(c, path...) = std::move(value);
     return err;
   };
-  f.emit = [section, member](const Config& c) { return to_node((c.*section).*member); };
+  f.emit = [path...](const Config& c) { return to_node(member(c, path...)); };
   return f;
+}
+
+// A row: the YAML key and the path to its field; type and conversion follow from the field.
+template <class... Path> Field field(std::string key, Path... path) {
+  return make_field(std::move(key), Check<FieldType<Path...>>{}, path...);
+}
+// The same with a range check read with the value (train and run sections).
+template <class T, class... Path> Field checked(std::string key, Check<T> check, Path... path) {
+  return make_field(std::move(key), std::move(check), path...);
 }
 
 std::vector<Field> make_fields() {
   using C = Config;
   using TS = TrainSection;
-  using DS = DataSection;
-  using MS = ModelSection;
+  using DO = data::DataOptions;
+  using MO = data::MelOptions;
+  using TO = text::TextOptions;
+  using LO = data::LoaderOptions;
+  using GO = models::GlowTTSOptions;
   using RS = RunSection;
   return {
       field("train.use_cuda", &C::train, &TS::use_cuda),
-      field("train.log_interval", &C::train, &TS::log_interval, positive<int>()),
+      checked("train.log_interval", positive<int>(), &C::train, &TS::log_interval),
       field("train.seed", &C::train, &TS::seed),
-      field("train.epochs", &C::train, &TS::epochs, positive<int>()),
-      field("train.learning_rate", &C::train, &TS::learning_rate, positive<double>()),
-      field("train.betas", &C::train, &TS::betas, betas()),
-      field("train.eps", &C::train, &TS::eps, positive<double>()),
-      field("train.warmup_steps", &C::train, &TS::warmup_steps, positive<int>()),
-      field("train.scheduler", &C::train, &TS::scheduler, one_of({"noam", "constant"})),
-      field("train.batch_size", &C::train, &TS::batch_size, positive<int>()),
+      checked("train.epochs", positive<int>(), &C::train, &TS::epochs),
+      checked("train.learning_rate", positive<double>(), &C::train, &TS::learning_rate),
+      checked("train.betas", betas(), &C::train, &TS::betas),
+      checked("train.eps", positive<double>(), &C::train, &TS::eps),
+      checked("train.warmup_steps", positive<int>(), &C::train, &TS::warmup_steps),
+      checked("train.scheduler", one_of({"noam", "constant"}), &C::train, &TS::scheduler),
+      checked("train.batch_size", positive<int>(), &C::train, &TS::batch_size),
       field("train.ddi", &C::train, &TS::ddi),
       field("train.fp16_run", &C::train, &TS::fp16_run),
-      field("train.grad_clip_value", &C::train, &TS::grad_clip_value, at_least<double>(0.0)),
-      field("train.max_steps", &C::train, &TS::max_steps, at_least<int64_t>(0)),
-      field("train.val_interval", &C::train, &TS::val_interval, at_least(0)),
-      field("train.checkpoint_interval", &C::train, &TS::checkpoint_interval, positive<int>()),
-      field("train.keep_checkpoints", &C::train, &TS::keep_checkpoints, positive<int>()),
-      field("train.max_nonfinite_steps", &C::train, &TS::max_nonfinite_steps, positive<int>()),
+      checked("train.grad_clip_value", at_least(0.0), &C::train, &TS::grad_clip_value),
+      checked("train.max_steps", at_least<int64_t>(0), &C::train, &TS::max_steps),
+      checked("train.val_interval", at_least(0), &C::train, &TS::val_interval),
+      checked("train.checkpoint_interval", positive<int>(), &C::train, &TS::checkpoint_interval),
+      checked("train.keep_checkpoints", positive<int>(), &C::train, &TS::keep_checkpoints),
+      checked("train.max_nonfinite_steps", positive<int>(), &C::train, &TS::max_nonfinite_steps),
       field("train.allow_tf32", &C::train, &TS::allow_tf32),
 
-      field("data.load_mel_from_disk", &C::data, &DS::load_mel_from_disk),
-      field("data.training_files", &C::data, &DS::training_files),
-      field("data.validation_files", &C::data, &DS::validation_files),
-      field("data.text_cleaners", &C::data, &DS::text_cleaners),
-      field("data.max_wav_value", &C::data, &DS::max_wav_value, positive<double>()),
-      field("data.sampling_rate", &C::data, &DS::sampling_rate, positive<int>()),
-      field("data.filter_length", &C::data, &DS::filter_length, positive<int>()),
-      field("data.hop_length", &C::data, &DS::hop_length, positive<int>()),
-      field("data.win_length", &C::data, &DS::win_length, positive<int>()),
-      field("data.n_mel_channels", &C::data, &DS::n_mel_channels, positive<int>()),
-      field("data.mel_fmin", &C::data, &DS::mel_fmin, at_least(0.0)),
-      field("data.mel_fmax", &C::data, &DS::mel_fmax, positive<double>()),
-      field("data.add_noise", &C::data, &DS::add_noise),
-      field("data.add_space", &C::data, &DS::add_space),
-      field("data.add_blank", &C::data, &DS::add_blank),
-      field("data.cmudict_path", &C::data, &DS::cmudict_path),
-      field("data.n_speakers", &C::data, &DS::n_speakers, at_least(0)),
-      field("data.dataset_dir", &C::data, &DS::dataset_dir),
-      field("data.symbols", &C::data, &DS::symbols, one_of({"english", "ipa"})),
-      field("data.espeak_voice", &C::data, &DS::espeak_voice),
-      field("data.on_unknown_char", &C::data, &DS::on_unknown_char, one_of({"skip", "error"})),
-      field("data.validation_size", &C::data, &DS::validation_size, at_least(0)),
-      field("data.on_bad_line", &C::data, &DS::on_bad_line, one_of({"skip", "error"})),
-      field("data.on_rate_mismatch", &C::data, &DS::on_rate_mismatch, one_of({"resample", "error"})),
-      field("data.cache_dir", &C::data, &DS::cache_dir),
-      field("data.num_workers", &C::data, &DS::num_workers, at_least(0)),
-      field("data.prefetch_batches", &C::data, &DS::prefetch_batches, positive<int>()),
-      field("data.max_mel_frames", &C::data, &DS::max_mel_frames, at_least(0)),
+      // The data section: data::DataOptions (with its MelOptions), text::TextOptions and the
+      // loader's threads; their validate() checks the values (config_io.cpp: validate).
+      field("data.load_mel_from_disk", &C::data, &DO::load_mel_from_disk),
+      field("data.training_files", &C::data, &DO::training_files),
+      field("data.validation_files", &C::data, &DO::validation_files),
+      field("data.text_cleaners", &C::text, &TO::cleaners),
+      field("data.max_wav_value", &C::data, &DO::mel, &MO::max_wav_value),
+      field("data.sampling_rate", &C::data, &DO::mel, &MO::sampling_rate),
+      field("data.filter_length", &C::data, &DO::mel, &MO::filter_length),
+      field("data.hop_length", &C::data, &DO::mel, &MO::hop_length),
+      field("data.win_length", &C::data, &DO::mel, &MO::win_length),
+      field("data.n_mel_channels", &C::data, &DO::mel, &MO::n_mel_channels),
+      field("data.mel_fmin", &C::data, &DO::mel, &MO::mel_fmin),
+      field("data.mel_fmax", &C::data, &DO::mel, &MO::mel_fmax),
+      field("data.add_noise", &C::data, &DO::mel, &MO::add_noise),
+      field("data.add_space", &C::text, &TO::add_space),
+      field("data.add_blank", &C::text, &TO::add_blank),
+      field("data.cmudict_path", &C::text, &TO::cmudict_path),
+      field("data.n_speakers", &C::data, &DO::n_speakers),
+      field("data.dataset_dir", &C::data, &DO::dataset_dir),
+      field("data.symbols", &C::text, &TO::symbols),
+      field("data.espeak_voice", &C::text, &TO::espeak_voice),
+      field("data.on_unknown_char", &C::text, &TO::on_unknown_char),
+      field("data.validation_size", &C::data, &DO::validation_size),
+      field("data.on_bad_line", &C::data, &DO::on_bad_line),
+      field("data.on_rate_mismatch", &C::data, &DO::on_rate_mismatch),
+      field("data.cache_dir", &C::data, &DO::cache_dir),
+      field("data.num_workers", &C::loader, &LO::num_workers),
+      field("data.prefetch_batches", &C::loader, &LO::prefetch_batches),
+      field("data.max_mel_frames", &C::data, &DO::max_mel_frames),
 
-      field("model.hidden_channels", &C::model, &MS::hidden_channels, positive<int>()),
-      field("model.filter_channels", &C::model, &MS::filter_channels, positive<int>()),
-      field("model.filter_channels_dp", &C::model, &MS::filter_channels_dp, positive<int>()),
-      field("model.kernel_size", &C::model, &MS::kernel_size, positive<int>()),
-      field("model.p_dropout", &C::model, &MS::p_dropout, probability()),
-      field("model.n_blocks_dec", &C::model, &MS::n_blocks_dec, positive<int>()),
-      field("model.n_layers_enc", &C::model, &MS::n_layers_enc, positive<int>()),
-      field("model.n_heads", &C::model, &MS::n_heads, positive<int>()),
-      field("model.p_dropout_dec", &C::model, &MS::p_dropout_dec, probability()),
-      field("model.dilation_rate", &C::model, &MS::dilation_rate, positive<int>()),
-      field("model.kernel_size_dec", &C::model, &MS::kernel_size_dec, positive<int>()),
-      field("model.n_block_layers", &C::model, &MS::n_block_layers, positive<int>()),
-      field("model.n_sqz", &C::model, &MS::n_sqz, positive<int>()),
-      field("model.prenet", &C::model, &MS::prenet),
-      field("model.mean_only", &C::model, &MS::mean_only),
-      field("model.hidden_channels_enc", &C::model, &MS::hidden_channels_enc, positive<int>()),
-      field("model.hidden_channels_dec", &C::model, &MS::hidden_channels_dec, positive<int>()),
-      field("model.window_size", &C::model, &MS::window_size, at_least(0)),
-      field("model.n_split", &C::model, &MS::n_split, positive<int>()),
-      field("model.sigmoid_scale", &C::model, &MS::sigmoid_scale),
-      field("model.block_length", &C::model, &MS::block_length, at_least(0)),
-      field("model.gin_channels", &C::model, &MS::gin_channels, at_least(0)),
+      // The model section: models::GlowTTSOptions, checked by its validate().
+      field("model.hidden_channels", &C::model, &GO::hidden_channels_),
+      field("model.filter_channels", &C::model, &GO::filter_channels_),
+      field("model.filter_channels_dp", &C::model, &GO::filter_channels_dp_),
+      field("model.kernel_size", &C::model, &GO::kernel_size_),
+      field("model.p_dropout", &C::model, &GO::p_dropout_),
+      field("model.n_blocks_dec", &C::model, &GO::n_blocks_dec_),
+      field("model.n_layers_enc", &C::model, &GO::n_layers_enc_),
+      field("model.n_heads", &C::model, &GO::n_heads_),
+      field("model.p_dropout_dec", &C::model, &GO::p_dropout_dec_),
+      field("model.dilation_rate", &C::model, &GO::dilation_rate_),
+      field("model.kernel_size_dec", &C::model, &GO::kernel_size_dec_),
+      field("model.n_block_layers", &C::model, &GO::n_block_layers_),
+      field("model.n_sqz", &C::model, &GO::n_sqz_),
+      field("model.prenet", &C::model, &GO::prenet_),
+      field("model.mean_only", &C::model, &GO::mean_only_),
+      field("model.hidden_channels_enc", &C::model, &GO::hidden_channels_enc_),
+      field("model.hidden_channels_dec", &C::model, &GO::hidden_channels_dec_),
+      field("model.window_size", &C::model, &GO::window_size_),
+      field("model.n_split", &C::model, &GO::n_split_),
+      field("model.sigmoid_scale", &C::model, &GO::sigmoid_scale_),
+      field("model.block_length", &C::model, &GO::block_length_),
+      field("model.gin_channels", &C::model, &GO::gin_channels_),
 
       field("run.dir", &C::run, &RS::dir),
-      field("run.device", &C::run, &RS::device, device_name()),
-      field("run.align_backend", &C::run, &RS::align_backend,
-            one_of({"auto", "cpu", "cuda", "cuda-fast"})),
+      checked("run.device", device_name(), &C::run, &RS::device),
+      checked("run.align_backend", one_of({"auto", "cpu", "cuda", "cuda-fast"}), &C::run, &RS::align_backend),
       field("run.compare_align", &C::run, &RS::compare_align),
-      field("run.mas_neg_inf", &C::run, &RS::mas_neg_inf,
-            Check<double>([](const double& v) {
-              return v < -1e8 ? std::string() : "must be a large negative number (<= -1e8)";
-            })),
+      checked("run.mas_neg_inf",
+              Check<double>([](const double& v) {
+                return v < -1e8 ? std::string() : "must be a large negative number (<= -1e8)";
+              }),
+              &C::run, &RS::mas_neg_inf),
       field("run.tensorboard", &C::run, &RS::tensorboard),
-      field("run.image_interval", &C::run, &RS::image_interval, at_least(0)),
+      checked("run.image_interval", at_least(0), &C::run, &RS::image_interval),
       field("run.cuda_graphs", &C::run, &RS::cuda_graphs),
   };
 }

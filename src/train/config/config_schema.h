@@ -1,6 +1,7 @@
-// The table of configuration fields: for each dotted key, how to read it from a YAML node
-// (with its type and range checked) and how to write it back. config_io.cpp walks this
-// table; adding a field to config.h means adding one line to config_schema.cpp.
+// The table of configuration fields: for each dotted key, the member it fills (the train and run
+// sections of config.h, or a field of the libraries' option records), how to read it from a YAML
+// node (its type checked; train and run also their range) and how to write it back.
+// config_io.cpp walks this table; a new option needs one line in config_schema.cpp: its key.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

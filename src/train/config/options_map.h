@@ -1,21 +1,15 @@
-// Config (config.h) -> the option structs of the libraries the trainer drives.
+// Config (config.h) -> what the trainer drives: the libraries' option records
+// (library_options.h, without LibTorch) and the devices, which need LibTorch (here).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "align/mas.h"
-#include "data/options.h"
-#include "data/text/text_processor.h"
-#include "models/options.h"
 #include "train/config/config.h"
+#include "train/config/library_options.h"
 
 namespace monoflow::train {
-
-text::TextOptions text_options(const Config& config);
-// cache_dir: the config's data.cache_dir, or <run dir>/cache when it is empty.
-data::DataOptions data_options(const Config& config);
-data::LoaderOptions loader_options(const Config& config, bool training);
-models::GlowTTSOptions model_options(const Config& config, int64_t n_vocab);
 
 // run.device: auto (cuda when available, else cpu) | cpu | cuda | cuda:N. UserError naming
 // run.device when CUDA is asked for and absent.

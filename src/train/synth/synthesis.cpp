@@ -74,17 +74,17 @@ torch::Tensor speaker_ids(int64_t speaker, int n_speakers, const std::string& ch
 // Griffin-Lim from the mel (the default vocoder), peak-normalised to 0.9.
 torch::Tensor griffin_lim_audio(const torch::Tensor& mel, const Config& c, const SynthesisOptions& o) {
   GriffinLimOptions gl;
-  gl.n_fft = c.data.filter_length;
-  gl.hop_length = c.data.hop_length;
-  gl.win_length = c.data.win_length;
+  gl.n_fft = c.data.mel.filter_length;
+  gl.hop_length = c.data.mel.hop_length;
+  gl.win_length = c.data.mel.win_length;
   gl.iterations = o.griffin_lim_iterations;
   gl.seed = static_cast<uint64_t>(o.seed);
-  const auto basis = data::mel_filterbank(c.data.sampling_rate, c.data.filter_length, c.data.n_mel_channels,
-                                          c.data.mel_fmin, c.data.mel_fmax);
+  const auto basis = data::mel_filterbank(c.data.mel.sampling_rate, c.data.mel.filter_length, c.data.mel.n_mel_channels,
+                                          c.data.mel.mel_fmin, c.data.mel.mel_fmax);
   torch::Tensor magnitude = mel_to_magnitude(mel, basis);
   // The STFT's reflect padding needs more than n_fft / 2 samples: a very short output (a
   // word at a small length scale) gets silent frames at its end rather than a torch error.
-  const int64_t min_frames = c.data.filter_length / (2 * c.data.hop_length) + 2;
+  const int64_t min_frames = c.data.mel.filter_length / (2 * c.data.mel.hop_length) + 2;
   if (magnitude.size(1) < min_frames) magnitude = torch::constant_pad_nd(magnitude, {0, min_frames - magnitude.size(1)});
   const torch::Tensor audio = griffin_lim(magnitude, gl);
   const double peak = audio.abs().max().item<double>();
@@ -145,12 +145,12 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   const Config c = synthesis_config(o);
   const torch::Device device = resolve_device(o.device);
 
-  const text::TextProcessor tp(text_options(c));
+  const text::TextProcessor tp(c.text);
   const std::vector<int64_t> ids = tp.encode(o.text);
   if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return tp.spoken(id); })) {
     const std::string unknown = tp.unknown_report();
     throw UserError("--text '" + o.text + "': nothing to say (no letter or phoneme of the symbol set " +
-                    c.data.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
+                    c.text.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
   }
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));
@@ -166,7 +166,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
   const int64_t predicted = predicted_frames(model, text, lengths, speakers, o.length_scale);
   if (predicted > o.max_frames) {
     throw UserError("--text: the model predicts " + std::to_string(predicted) + " mel frames (" +
-                    number(static_cast<double>(predicted) * c.data.hop_length / c.data.sampling_rate) +
+                    number(static_cast<double>(predicted) * c.data.mel.hop_length / c.data.mel.sampling_rate) +
                     " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
                     std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
   }
@@ -175,7 +175,7 @@ SynthesisResult synthesize(const SynthesisOptions& o) {
 
   SynthesisResult r;
   r.step = loaded.step;
-  r.sample_rate = c.data.sampling_rate;
+  r.sample_rate = c.data.mel.sampling_rate;
   r.unknown_report = tp.unknown_report();
   r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
   r.alignment = out.attn[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
