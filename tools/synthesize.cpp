@@ -9,6 +9,7 @@
 
 #include "cli_main.h"
 #include "train/log/image.h"
+#include "train/log/plot.h"
 #include "train/synth/npy.h"
 #include "train/synth/synthesis.h"
 #include "train/synth/wav.h"
@@ -45,8 +46,8 @@ int main(int argc, char** argv) {
     if (!r.unknown_report.empty()) std::fprintf(stderr, "warning: %s\n", r.unknown_report.c_str());
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
     if (!mel_out.empty()) monoflow::train::write_file(mel_out, monoflow::train::encode_npy_float32(r.mel));
-    if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_heatmap(r.mel).bytes);
-    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_heatmap(r.alignment, 240).bytes);
+    if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_plot(r.mel, {"frame", "mel channel", 0}).bytes);
+    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_plot(r.alignment, {"frame", "token", 240}).bytes);
     std::fprintf(stderr, "wrote %s: %.2f s of audio (%lld mel frames, checkpoint step %lld)\n", out.c_str(),
                  static_cast<double>(r.audio.numel()) / r.sample_rate, static_cast<long long>(r.mel.size(1)),
                  static_cast<long long>(r.step));

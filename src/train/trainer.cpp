@@ -26,6 +26,7 @@
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
 #include "train/log/image.h"
+#include "train/log/plot.h"
 #include "train/log/metrics_log.h"
 #include "train/lr_schedule.h"
 #include "train/config/options_map.h"
@@ -46,7 +47,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kAlignHeight = 240;  // alignment pictures: rows (tokens) repeated to this height
+// Alignment pictures: frames across, tokens up, rows repeated to at least 240 pixels.
+const PlotLabels kAlignmentAxes{"frame", "token", 240};
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -509,8 +511,8 @@ void Trainer::validate_now() {
   }
   const std::string tag = step_tag(step_);
   if (v.align_forward.defined()) {
-    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_heatmap(v.align_forward, kAlignHeight), step_);
-    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_heatmap(v.align_infer, kAlignHeight), step_);
+    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_plot(v.align_forward, kAlignmentAxes), step_);
+    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_plot(v.align_infer, kAlignmentAxes), step_);
     log_image(out_, "val/mel_target_vs_generated", "val_mel_" + tag + ".png",
               render_stacked(v.target_mel, v.generated_mel), step_);
   }
@@ -634,7 +636,7 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
   if (image_due && main_) {
     const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
     log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
-              render_heatmap(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignHeight), step_);
+              render_plot(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignmentAxes), step_);
   }
   if (val_due) validate_now();
   if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) {

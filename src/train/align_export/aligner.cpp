@@ -20,6 +20,7 @@
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "train/log/image.h"
+#include "train/log/plot.h"
 #include "train/log/metrics_log.h"
 #include "train/log/progress.h"
 #include "train/synth/npy.h"
@@ -144,7 +145,7 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
   }
   write_file(stem + ".npy", encode_npy_int32(frames));
   write_file(out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing)));
-  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_heatmap(path, 240).bytes);
+  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240}).bytes);
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ constexpr std::array<std::array<float, 3>, 5> kPalette{{{68, 1, 84},
                                                         {94, 201, 98},
                                                         {253, 231, 37}}};
 
-void colour(float t, uint8_t* rgb) {
+}  // namespace
+
+void palette_colour(float t, uint8_t* rgb) {
   t = std::clamp(t, 0.0f, 1.0f) * (kPalette.size() - 1);
   const size_t i = std::min(static_cast<size_t>(t), kPalette.size() - 2);
   const float f = t - static_cast<float>(i);
@@ -29,6 +31,8 @@ void colour(float t, uint8_t* rgb) {
     rgb[c] = static_cast<uint8_t>(kPalette[i][c] * (1 - f) + kPalette[i + 1][c] * f + 0.5f);
   }
 }
+
+namespace {
 
 // Paints `v` ([H,W] float, row 0 drawn at the bottom) into rows [row0, row0+H) of the image.
 void paint(const torch::Tensor& v, float lo, float hi, int row0, int width,
@@ -40,7 +44,7 @@ void paint(const torch::Tensor& v, float lo, float hi, int row0, int width,
     const int y = row0 + (h - 1 - r);
     for (int x = 0; x < width; ++x) {
       const float t = x < v.size(1) ? (a[r][x] - lo) / span : 0.0f;
-      colour(t, &rgb[(static_cast<size_t>(y) * width + x) * 3]);
+      palette_colour(t, &rgb[(static_cast<size_t>(y) * width + x) * 3]);
     }
   }
 }

@@ -22,6 +22,8 @@ Png render_heatmap(const torch::Tensor& values /*[H, W]*/, int min_height = 0);
 // Two heatmaps one above the other (e.g. target mel over generated mel), normalised jointly,
 // separated by a white line; widths may differ (the narrower is padded with the low end).
 Png render_stacked(const torch::Tensor& top, const torch::Tensor& bottom);
+// The palette's colour of t in [0, 1] (clamped) into rgb[0..2].
+void palette_colour(float t, uint8_t* rgb);
 // RGB bytes (row-major, top row first) to PNG.
 std::string encode_png(const uint8_t* rgb, int width, int height, int channels);
 void write_file(const std::string& path, const std::string& bytes);  // FileError on failure
