@@ -99,6 +99,30 @@ TEST(Audio, MissingOrGarbageFileIsAFileError) {
   }
 }
 
+// Found by fuzz_wav: a header stating 393 MHz crashed soxr; a file too short to give one
+// sample after resampling handed soxr a null buffer.
+TEST(Audio, AnAbsurdRateIsAFileErrorAndATooShortFileResamplesToNothing) {
+  TempDir dir;
+  // 44-byte PCM16 mono header with rate 0x1777ac44, one sample.
+  std::string wav("RIFF\x26\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x44\xac\x77\x17\xfc\x3c\x01\0\x02\0\x10\0"
+                  "data\x02\0\0\0\0\0", 46);
+  monoflow::data::testing::write_text(dir / "fast.wav", wav);
+  for (bool resample : {true, false}) {
+    try {
+      read_audio(dir / "fast.wav", 22050, resample);
+      FAIL() << "read a 393 MHz file";
+    } catch (const monoflow::FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("its header states 393718852 Hz, 1 channel(s) and 1 frames"),
+                std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(probe_audio(dir / "fast.wav"), monoflow::FileError);
+  write_audio(dir / "one.wav", {0.5f}, 96000);
+  const Audio a = read_audio(dir / "one.wav", 22050, true);
+  EXPECT_EQ(a.samples.size(), 0u);
+  EXPECT_EQ(resampled_length(1, 96000, 22050), 0);
+}
+
 TEST(Audio, WavBytesAre16BitMonoPcmThatReadsBack) {
   TempDir dir;
   const std::vector<int16_t> pcm = {0, 16384, -32767, 32767, -32768, 1};
