@@ -101,8 +101,19 @@ Audio read_audio(const std::string& path, int target_rate, bool resample) {
   }
   const int64_t frames = info.frames;
   const int ch = info.channels;
-  std::vector<float> inter(static_cast<size_t>(frames) * ch);
-  const sf_count_t got = sf_readf_float(f.get(), inter.data(), frames);
+  // Read in blocks rather than allocating what the header states: a 779-byte FLAC whose header
+  // claims billions of samples made this a std::bad_alloc (the fuzzer's find).
+  constexpr sf_count_t kBlock = 1 << 16;
+  std::vector<float> inter;
+  sf_count_t got = 0;
+  while (got < frames) {
+    const sf_count_t want = std::min<sf_count_t>(kBlock, frames - got);
+    inter.resize(static_cast<size_t>(got + want) * ch);
+    const sf_count_t n = sf_readf_float(f.get(), inter.data() + static_cast<size_t>(got) * ch, want);
+    got += std::max<sf_count_t>(n, 0);
+    if (n < want) break;
+  }
+  inter.resize(static_cast<size_t>(got) * ch);
   if (got != frames) {
     throw FileError(path, 0,
                     "truncated audio: read " + std::to_string(got) + " of " +

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "common/error.h"
 #include "data/audio.h"
 #include "data_test_util.h"
@@ -121,6 +124,29 @@ TEST(Audio, AnAbsurdRateIsAFileErrorAndATooShortFileResamplesToNothing) {
   const Audio a = read_audio(dir / "one.wav", 22050, true);
   EXPECT_EQ(a.samples.size(), 0u);
   EXPECT_EQ(resampled_length(1, 96000, 22050), 0);
+}
+
+// Found by fuzz_wav: a FLAC whose STREAMINFO claims 2^36 - 1 samples was a std::bad_alloc
+// (the reader allocated what the header stated); now it reads what is there and says it is short.
+TEST(Audio, AHeaderClaimingBillionsOfSamplesIsATruncatedFileNotAnAllocation) {
+  TempDir dir;
+  write_audio(dir / "short.flac", tone(1000, 440.0, 22050), 22050);
+  std::ifstream in(dir / "short.flac", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.compare(0, 4, "fLaC"), 0);
+  // STREAMINFO (after "fLaC" and its 4-byte block header): the 36-bit total sample count is
+  // the low nibble of byte 21 and bytes 22 to 25.
+  bytes[21] = static_cast<char>(bytes[21] | 0x0f);
+  for (int i = 22; i < 26; ++i) bytes[i] = static_cast<char>(0xff);
+  monoflow::data::testing::write_text(dir / "claims.flac", bytes);
+  EXPECT_EQ(probe_audio(dir / "claims.flac").frames, (int64_t{1} << 36) - 1);
+  try {
+    read_audio(dir / "claims.flac", 22050, true);
+    FAIL() << "read a file that holds far fewer samples than its header says";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated audio: read 1000 of 68719476735 frames"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Audio, WavBytesAre16BitMonoPcmThatReadsBack) {
