@@ -9,6 +9,7 @@ ROOT=$PWD
 BUILD_DIR=${MONOFLOW_BUILD_DIR:-$ROOT/build}
 TORCH_VERSION=2.11.0
 
+# build-essential brings gcc's sanitizer runtimes too (libasan8, libubsan1: scripts/sanitize.sh).
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv
   libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
   espeak-ng libespeak-ng-dev libgloo-dev)

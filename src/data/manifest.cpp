@@ -54,6 +54,8 @@ std::string trim(const std::string& s) {
 }
 
 std::ifstream open_text(const std::string& path, const std::string& hint) {
+  // A directory opens as an empty stream: it would read as a list without a line.
+  if (std::filesystem::is_directory(path)) throw FileError(path, 0, "is a directory, not a file: " + hint);
   std::ifstream in(path);
   if (!in) throw FileError(path, 0, "cannot open: " + hint);
   return in;

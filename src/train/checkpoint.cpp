@@ -4,14 +4,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <random>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/tensor_bounds.h"
 #include "common/zip_integrity.h"
+#include "models/interop/archive_check.h"
+#include "models/interop/pickle_reader.h"
 #include "train/atomic_file.h"
 
 namespace monoflow::train {
@@ -94,6 +99,34 @@ const char* kOfficialFileHint =
     "synthesize --checkpoint FILE --config CONFIG speaks with it, convert_weights FILE checks it; "
     "--resume continues monoflow runs only";
 
+// What a FileError about `path` says after "path: ".
+std::string detail_of(const FileError& e, const std::string& path) {
+  const std::string what = e.what(), prefix = path + ": ";
+  return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
+
+[[noreturn]] void damaged(const std::string& path, const std::string& what) {
+  throw DamagedCheckpoint(path, 0, what + "; " + kWhatToDo);
+}
+
+// The bytes (CRC of every record) and the structure (every storage inside its record, every
+// tensor inside its storage) before LibTorch reads anything: its reader trusts both.
+void check_integrity(const std::string& path) {
+  try {
+    zip::verify_file_records(path, kWhatToDo);  // LibTorch's zip reader does not check the CRCs
+  } catch (const FileError& e) {
+    throw DamagedCheckpoint(e.file(), e.line(), detail_of(e, e.file()));
+  }
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    models::check_libtorch_archive(reader, path);
+  } catch (const FileError& e) {
+    damaged(path, detail_of(e, path));
+  } catch (const std::exception&) {
+    damaged(path, "corrupt or not a checkpoint (cannot read the archive)");
+  }
+}
+
 struct OpenedCheckpoint {
   torch::serialize::InputArchive archive;
   CheckpointState state;
@@ -102,18 +135,18 @@ struct OpenedCheckpoint {
 
 void open_checkpoint(const std::string& path, const torch::Device& device, OpenedCheckpoint& out) {
   check_checkpoint_file(path);
-  zip::verify_file_records(path, kWhatToDo);  // LibTorch's zip reader does not check the CRCs
+  check_integrity(path);
   try {
     out.archive.load_from(path, device);
-  } catch (const c10::Error&) {
-    throw FileError(path, 0, std::string("corrupt or not a checkpoint (cannot read the archive); ") + kWhatToDo);
+  } catch (const std::exception&) {  // c10::Error, or the TorchScript parser's error on mangled code/
+    damaged(path, "corrupt or not a checkpoint (cannot read the archive)");
   }
   auto& a = out.archive;
   auto& s = out.state;
   bool ours = false;
   try {
     ours = read_string(a, "format") == kFormat;
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {
   }
   if (!ours) {
     throw FileError(path, 0, "a LibTorch archive without monoflow's format tag, so not a monoflow checkpoint (a "
@@ -134,6 +167,8 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
     s.loader_position = read_string(a, "loader_position");
     s.config_yaml = read_string(a, "config_yaml");
     out.signature = read_string(a, "model_signature");
+    torch::Tensor run_id;  // absent in checkpoints written before run ids
+    if (a.try_read("run_id", run_id, /*is_buffer=*/true)) s.run_id = tensor_bytes(run_id);
     torch::serialize::InputArchive rng;
     a.read("rng", rng);
     if (read_int(rng, "has_cpu") != 0) {
@@ -146,8 +181,61 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
       rng.read("cuda_" + std::to_string(i), t, true);
       s.rng.cuda.push_back(t.to(torch::kCPU));
     }
-  } catch (const c10::Error&) {
-    throw FileError(path, 0, std::string("corrupt checkpoint (missing or unreadable entries); ") + kWhatToDo);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception&) {
+    damaged(path, "corrupt checkpoint (missing or unreadable entries)");
+  }
+}
+
+// Optimizer::load moves the saved state tensors in as they are, and the fused Adam kernel
+// walks each moment with its parameter's element count: a moment of another shape, dtype or
+// layout would be read and written out of bounds. Checked before the first step; on a
+// mismatch the state is dropped, so that the optimizer is never left holding it.
+void check_optimizer_state(torch::optim::Optimizer& optimizer, const torch::nn::Module& model,
+                           const std::string& path) {
+  std::map<const void*, std::string> names;
+  for (const auto& p : model.named_parameters(true)) names[p.value().unsafeGetTensorImpl()] = p.key();
+  std::string problem;
+  for (size_t g = 0; g < optimizer.param_groups().size() && problem.empty(); ++g) {
+    const auto& group = optimizer.param_groups()[g];
+    const auto* adam_options = dynamic_cast<const torch::optim::AdamOptions*>(&group.options());
+    for (const torch::Tensor& p : group.params()) {
+      auto it = optimizer.state().find(p.unsafeGetTensorImpl());
+      if (it == optimizer.state().end()) continue;  // none yet: the first step creates it
+      const std::string name = names.count(p.unsafeGetTensorImpl()) ? names[p.unsafeGetTensorImpl()] : "?";
+      const auto* adam = dynamic_cast<const torch::optim::AdamParamState*>(it->second.get());
+      if (adam == nullptr || adam_options == nullptr) {
+        problem = "parameter '" + name + "' has optimizer state of another kind than Adam's";
+        break;
+      }
+      auto check = [&](const torch::Tensor& t, const char* what, bool required) {
+        if (!problem.empty() || (!t.defined() && !required)) return;
+        std::string wrong;
+        if (!t.defined()) {
+          wrong = "is missing";
+        } else if (t.sizes() != p.sizes() || t.scalar_type() != p.scalar_type() || t.device() != p.device()) {
+          wrong = "is " + std::string(c10::toString(t.scalar_type())) + " " + shape_text(t) + " on " + t.device().str() +
+                  ", the parameter " + c10::toString(p.scalar_type()) + " " + shape_text(p) + " on " + p.device().str();
+        } else if (!tensor_storage_problem(t).empty()) {
+          wrong = tensor_storage_problem(t);
+        } else if (!t.is_contiguous()) {
+          wrong = "is not contiguous (strides " + c10::str(t.strides()) + ")";
+        }
+        if (!wrong.empty()) problem = "optimizer state '" + std::string(what) + "' of parameter '" + name + "' " + wrong;
+      };
+      check(adam->exp_avg(), "exp_avg", true);
+      check(adam->exp_avg_sq(), "exp_avg_sq", true);
+      check(adam->max_exp_avg_sq(), "max_exp_avg_sq", adam_options->amsgrad());
+      if (problem.empty() && adam->step() < 0) {
+        problem = "optimizer step count " + std::to_string(adam->step()) + " of parameter '" + name + "' is negative";
+      }
+      if (!problem.empty()) break;
+    }
+  }
+  if (!problem.empty()) {
+    optimizer.state().clear();
+    damaged(path, "corrupt checkpoint: " + problem);
   }
 }
 
@@ -167,7 +255,7 @@ CheckpointFormat checkpoint_format(const std::string& path) {
     // LibTorch's archives (ours) carry TorchScript's constants; Python's torch.save does not.
     if (reader.hasRecord("constants.pkl")) return CheckpointFormat::kMonoflow;
     if (reader.hasRecord("data.pkl")) return CheckpointFormat::kTorchSave;
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {
   }
   return CheckpointFormat::kUnknown;
 }
@@ -203,10 +291,48 @@ std::string newest_checkpoint(const std::string& dir) {
   return all.empty() ? std::string() : all.back();
 }
 
-void prune_checkpoints(const std::string& dir, int keep) {
-  const auto all = list_checkpoints(dir);
+std::string new_run_id() {
+  std::random_device device;
+  const uint64_t mixed = (static_cast<uint64_t>(device()) << 32 ^ device()) ^
+                         static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) ^
+                         (static_cast<uint64_t>(getpid()) << 17);
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(mixed));
+  return buf;
+}
+
+std::string checkpoint_run_id(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    auto pkl = reader.getRecord("data.pkl");
+    const std::string program(static_cast<const char*>(std::get<0>(pkl).get()), std::get<1>(pkl));
+    const models::StorageLoader no_data = [](const models::StorageRef& ref) {
+      return c10::Storage(c10::Storage::use_byte_size_t(), 0, at::DataPtr(nullptr, c10::Device(c10::kCPU)), nullptr,
+                          false);
+    };
+    for (const auto& t : models::pickled_tensors(program, no_data, path)) {
+      if (t.path != "run_id") continue;
+      auto rec = reader.getRecord("data/" + t.storage.key);
+      const auto* bytes = static_cast<const char*>(std::get<0>(rec).get());
+      const int64_t offset = t.tensor.storage_offset(), n = t.tensor.numel();
+      if (t.tensor.dim() != 1 || t.tensor.element_size() != 1 || t.tensor.stride(0) != 1 || offset < 0 || n > 64 ||
+          static_cast<uint64_t>(offset) + static_cast<uint64_t>(n) > std::get<1>(rec)) {
+        return "";
+      }
+      return std::string(bytes + offset, static_cast<size_t>(n));
+    }
+  } catch (const std::exception&) {  // unreadable: not known to be this run's
+  }
+  return "";
+}
+
+void prune_checkpoints(const std::string& dir, int keep, const std::string& run_id) {
+  std::vector<std::string> own;
+  for (const auto& path : list_checkpoints(dir)) {
+    if (!run_id.empty() && checkpoint_run_id(path) == run_id) own.push_back(path);
+  }
   std::error_code ec;
-  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i], ec);
+  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < own.size(); ++i) fs::remove(own[i], ec);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     // Leftovers of a writer killed mid-write (ours carry the writer's pid, never our own now).
@@ -230,6 +356,7 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   write_string(a, "loader_position", state.loader_position);
   write_string(a, "config_yaml", state.config_yaml);
   write_string(a, "model_signature", model_signature(model));
+  write_string(a, "run_id", state.run_id);
 
   torch::serialize::OutputArchive weights;
   for (const auto& p : model.named_parameters(true)) weights.write(p.key(), p.value());
@@ -269,20 +396,22 @@ std::vector<std::pair<std::string, torch::Tensor>> read_checkpoint_weights(const
     for (const std::string& line : lines(opened.signature)) {  // "param|buffer NAME SHAPE"
       const size_t a = line.find(' '), b = line.find(' ', a + 1);
       if (a == std::string::npos || b == std::string::npos) {
-        throw FileError(path, 0, "corrupt checkpoint (unreadable model signature line '" + line + "'); " + kWhatToDo);
+        damaged(path, "corrupt checkpoint (unreadable model signature line '" + line + "')");
       }
       const std::string name = line.substr(a + 1, b - a - 1);
       torch::Tensor t;
       weights.read(name, t, /*is_buffer=*/line.compare(0, a, "buffer") == 0);
       check_tensor_in_storage(t, path, name);
       if (shape_text(t) != line.substr(b + 1)) {
-        throw FileError(path, 0, "corrupt checkpoint: tensor '" + name + "' has shape " + shape_text(t) +
-                                     ", its signature says " + line.substr(b + 1) + "; " + kWhatToDo);
+        damaged(path, "corrupt checkpoint: tensor '" + name + "' has shape " + shape_text(t) + ", its signature says " +
+                          line.substr(b + 1));
       }
       out.emplace_back(name, t.to(torch::kCPU));
     }
-  } catch (const c10::Error&) {
-    throw FileError(path, 0, std::string("corrupt checkpoint (weights unreadable); ") + kWhatToDo);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception&) {
+    damaged(path, "corrupt checkpoint (weights unreadable)");
   }
   if (state != nullptr) *state = opened.state;
   return out;
@@ -329,9 +458,13 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
       torch::serialize::InputArchive opt;
       opened.archive.read("optimizer", opt);
       optimizer->load(opt);
+      check_optimizer_state(*optimizer, model, path);
     }
-  } catch (const c10::Error&) {
-    throw FileError(path, 0, std::string("corrupt checkpoint (weights or optimizer state unreadable); ") + kWhatToDo);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception&) {  // c10::Error, and std::stoull's on a mangled parameter key
+    if (optimizer != nullptr) optimizer->state().clear();
+    damaged(path, "corrupt checkpoint (weights or optimizer state unreadable)");
   }
   return opened.state;
 }

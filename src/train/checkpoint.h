@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "train/rng_state.h"
 
 namespace monoflow::train {
@@ -24,18 +25,39 @@ struct CheckpointState {
   std::string scheduler;          // schedule kind, checked on resume
   std::string loader_position;    // the data loader's saved position, opaque bytes
   std::string config_yaml;        // the resolved config of the run
+  std::string run_id;             // which run wrote it (prune_checkpoints); "" in older files
   RngState rng;
 };
 
 std::string checkpoint_filename(int64_t step);             // "ckpt_000001000.pt"
 std::vector<std::string> list_checkpoints(const std::string& dir);  // oldest first, full paths
 std::string newest_checkpoint(const std::string& dir);      // "" when there is none
-void prune_checkpoints(const std::string& dir, int keep);   // also removes stale temp files
+
+// A new run's id: 16 hex digits from the clock, the pid and a random device.
+std::string new_run_id();
+// The run id a checkpoint carries, read without loading it (the pickle and one small
+// record); "" when it has none (older files) or it cannot be read.
+std::string checkpoint_run_id(const std::string& path);
+// Keeps the newest `keep` checkpoints of run `run_id` in `dir` and deletes its older ones;
+// checkpoints of other runs, without an id or unreadable are never touched (a copied-in or
+// abandoned checkpoint is not this run's to delete). Also removes the temp files of dead
+// writers. keep <= 0 keeps all.
+void prune_checkpoints(const std::string& dir, int keep, const std::string& run_id);
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const CheckpointState& state);
 
-// Reads the archive and checks it against `model` (names, shapes) before loading anything.
+// A checkpoint whose bytes or structure are damaged (a record failing its CRC, a storage or
+// tensor outside its record, entries missing or unreadable, optimizer state that does not fit
+// its parameter), as opposed to a sound file that does not fit (another model, format
+// version, an official file: plain FileError). --resume falls back past damaged ones only.
+class DamagedCheckpoint : public FileError {
+ public:
+  using FileError::FileError;
+};
+
+// Reads the archive and checks it against `model` (names, shapes) before loading anything,
+// and the optimizer's state against the parameters (shape, dtype, layout) before it is used.
 // optimizer may be null (synthesis). Tensors land on the model's device.
 CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& model,
                                 torch::optim::Optimizer* optimizer);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "common/error.h"
 #include "data/datasets.h"
@@ -93,7 +94,8 @@ class Trainer {
  private:
   void setup();
   void claim_run_directory();
-  std::string find_resume_checkpoint() const;
+  std::string find_resume_checkpoint();
+  void set_damaged_aside();
   void restore_or_initialise();
   void drop_metrics_after(int64_t step);
   void log_step(double mle, double dur, const StepResult& r);
@@ -146,6 +148,9 @@ class Trainer {
   bool ddi_pending_ = false;
   std::string last_checkpoint_;
   std::string resume_path_;
+  // --resume (latest): newer checkpoints found damaged, with why; moved aside by rank 0.
+  std::vector<std::pair<std::string, std::string>> damaged_;
+  std::string run_id_;  // this run's id, in its checkpoints: pruning deletes only those
   int64_t last_checkpoint_step_ = -1;
   int64_t last_validation_step_ = -1;
 
@@ -183,7 +188,10 @@ void Trainer::setup() {
   if (!fs::is_directory(dir_)) {
     throw FileError(dir_.string(), 0, "cannot create the run directory; check run.dir and permissions");
   }
-  if (main_) claim_run_directory();
+  if (main_) {
+    claim_run_directory();
+    set_damaged_aside();
+  }
   for (const auto& d : {ckpt_dir_, dir_ / "images", dir_ / "samples"}) {
     fs::create_directories(d, ec);
     if (!fs::is_directory(d)) {
@@ -275,6 +283,7 @@ CheckpointState Trainer::checkpoint_state() const {
   s.scheduler = c_.train.scheduler;
   s.loader_position = encode_position(loader_->position());
   s.config_yaml = o_.config_yaml;
+  s.run_id = run_id_;
   s.rng = capture_rng();
   return s;
 }
@@ -289,23 +298,72 @@ void Trainer::save_rank_debug_copy() {
                   checkpoint_state());
 }
 
-// Which checkpoint --resume means, checked before the (possibly long) dataset scan.
-std::string Trainer::find_resume_checkpoint() const {
+// Which checkpoint --resume means, checked before the (possibly long) dataset scan. Plain
+// --resume takes the newest sound checkpoint: a damaged newer one (disk or copy damage; a
+// killed writer leaves none, writes are atomic) is passed over, kept and reported
+// (set_damaged_aside), so that an unattended resume loop does not stop for good at it; what
+// is lost is the steps since the checkpoint taken. --resume PATH takes that file or stops.
+std::string Trainer::find_resume_checkpoint() {
   if (o_.resume.empty()) return "";
   if (o_.resume == "latest") {
     const fs::path dir = fs::path(c_.run.dir) / "checkpoints";
-    const std::string path = newest_checkpoint(dir.string());
-    if (path.empty()) {
+    const std::vector<std::string> all = list_checkpoints(dir.string());
+    if (all.empty()) {
       throw FileError(dir.string(), 0, "--resume: no checkpoint here to resume from; start without "
                                        "--resume, or pass --resume PATH");
     }
-    return path;
+    damaged_.clear();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      try {
+        read_checkpoint_state(*it);
+        return *it;
+      } catch (const DamagedCheckpoint& e) {
+        damaged_.emplace_back(*it, e.what());
+      }
+    }
+    throw FileError(dir.string(), 0, "--resume: every checkpoint here is damaged, the newest: " +
+                                         damaged_.front().second);
   }
   if (!fs::is_regular_file(o_.resume)) {
     throw FileError(o_.resume, 0, "--resume: no such checkpoint file; check the path");
   }
   check_checkpoint_file(o_.resume);  // an official file is named as one before the dataset scan
+  // Going back to an older checkpoint while newer ones are here: the run would overwrite them
+  // as it reaches their steps, and pruning would rank them above its own. They are the user's
+  // to keep or drop, so say which and stop.
+  const int64_t step = read_checkpoint_state(o_.resume).step;
+  const fs::path dir = fs::path(c_.run.dir) / "checkpoints";
+  std::string newer;
+  for (const auto& other : list_checkpoints(dir.string())) {
+    if (std::stoll(fs::path(other).filename().string().substr(5, 9)) > step) newer += (newer.empty() ? "" : ", ") + other;
+  }
+  if (!newer.empty()) {
+    throw FileError(o_.resume, 0, "--resume: this checkpoint is at step " + std::to_string(step) +
+                                      ", but the run directory holds newer ones (" + newer +
+                                      "), which the resumed run would overwrite; move them out of " + dir.string() +
+                                      " to go back to step " + std::to_string(step) +
+                                      ", or resume the newest with --resume alone");
+  }
   return o_.resume;
+}
+
+// Rank 0, holding the run directory: each damaged checkpoint passed over goes to
+// <name>.damaged (never deleted: it may be repairable, or evidence), out of the way of
+// --resume, pruning and the resumed run's own checkpoint of that step; said even when quiet.
+void Trainer::set_damaged_aside() {
+  for (const auto& [path, why] : damaged_) {
+    std::string aside = path + ".damaged";
+    for (int n = 2; fs::exists(aside); ++n) aside = path + ".damaged-" + std::to_string(n);
+    std::error_code ec;
+    fs::rename(path, aside, ec);
+    if (ec) {
+      throw FileError(path, 0, "damaged (" + why + "), and it cannot be moved aside to " + aside + " (" +
+                                   ec.message() + "); move it out of the checkpoints folder, or pass --resume " +
+                                   resume_path_);
+    }
+    progress_.message("warning: --resume: " + why + "\nwarning: --resume: kept as " + aside +
+                      "; resuming from the newest sound checkpoint, " + resume_path_);
+  }
 }
 
 void Trainer::restore_or_initialise() {
@@ -319,6 +377,7 @@ void Trainer::restore_or_initialise() {
     }
     step_ = s.step;
     skipped_ = s.nonfinite_total;
+    run_id_ = s.run_id.empty() ? new_run_id() : s.run_id;  // older files carry none
     loader_->set_position(decode_position(s.loader_position, path));
     restore_rng(s.rng);
     model_->set_ddi(false);  // ActNorm parameters come from the checkpoint
@@ -331,12 +390,14 @@ void Trainer::restore_or_initialise() {
     say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " +
         std::to_string(loader_->position().epoch + 1));
   } else if (!o_.init_from.empty()) {
+    run_id_ = new_run_id();
     // Fine-tuning: the weights only; optimizer, schedule and step start afresh, and no DDI
     // (the ActNorms are trained already).
     const LoadedWeights w = load_model_weights(o_.init_from, *model_);
     say("initialised from " + o_.init_from + " (" + (w.official ? "official Glow-TTS" : "monoflow") +
         " checkpoint at step " + std::to_string(w.step) + "): weights only; a new run from step 0");
   } else {
+    run_id_ = new_run_id();
     ddi_pending_ = c_.train.ddi;
     model_->set_ddi(c_.train.ddi);
   }
@@ -387,7 +448,7 @@ void Trainer::save(const std::string& why) {
   poll_graphs();
   optimizer_->sync_steps_from_device();
   save_checkpoint(path, *model_, *optimizer_, checkpoint_state());
-  prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints);
+  prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints, run_id_);
   last_checkpoint_ = path;
   last_checkpoint_step_ = step_;
   say("checkpoint (" + why + "): " + path);

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "common/error.h"
 #include "data/audio.h"
 #include "data_test_util.h"
@@ -96,6 +99,53 @@ TEST(Audio, MissingOrGarbageFileIsAFileError) {
     FAIL() << "expected FileError";
   } catch (const monoflow::FileError& e) {
     EXPECT_EQ(e.file(), dir / "junk.wav");
+  }
+}
+
+// Found by fuzz_wav: a header stating 393 MHz crashed soxr; a file too short to give one
+// sample after resampling handed soxr a null buffer.
+TEST(Audio, AnAbsurdRateIsAFileErrorAndATooShortFileResamplesToNothing) {
+  TempDir dir;
+  // 44-byte PCM16 mono header with rate 0x1777ac44, one sample.
+  std::string wav("RIFF\x26\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x44\xac\x77\x17\xfc\x3c\x01\0\x02\0\x10\0"
+                  "data\x02\0\0\0\0\0", 46);
+  monoflow::data::testing::write_text(dir / "fast.wav", wav);
+  for (bool resample : {true, false}) {
+    try {
+      read_audio(dir / "fast.wav", 22050, resample);
+      FAIL() << "read a 393 MHz file";
+    } catch (const monoflow::FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("its header states 393718852 Hz, 1 channel(s) and 1 frames"),
+                std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(probe_audio(dir / "fast.wav"), monoflow::FileError);
+  write_audio(dir / "one.wav", {0.5f}, 96000);
+  const Audio a = read_audio(dir / "one.wav", 22050, true);
+  EXPECT_EQ(a.samples.size(), 0u);
+  EXPECT_EQ(resampled_length(1, 96000, 22050), 0);
+}
+
+// Found by fuzz_wav: a FLAC whose STREAMINFO claims 2^36 - 1 samples was a std::bad_alloc
+// (the reader allocated what the header stated); now it reads what is there and says it is short.
+TEST(Audio, AHeaderClaimingBillionsOfSamplesIsATruncatedFileNotAnAllocation) {
+  TempDir dir;
+  write_audio(dir / "short.flac", tone(1000, 440.0, 22050), 22050);
+  std::ifstream in(dir / "short.flac", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(bytes.compare(0, 4, "fLaC"), 0);
+  // STREAMINFO (after "fLaC" and its 4-byte block header): the 36-bit total sample count is
+  // the low nibble of byte 21 and bytes 22 to 25.
+  bytes[21] = static_cast<char>(bytes[21] | 0x0f);
+  for (int i = 22; i < 26; ++i) bytes[i] = static_cast<char>(0xff);
+  monoflow::data::testing::write_text(dir / "claims.flac", bytes);
+  EXPECT_EQ(probe_audio(dir / "claims.flac").frames, (int64_t{1} << 36) - 1);
+  try {
+    read_audio(dir / "claims.flac", 22050, true);
+    FAIL() << "read a file that holds far fewer samples than its header says";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated audio: read 1000 of 68719476735 frames"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <functional>
 #include <set>
 
 #include "common/error.h"
@@ -61,6 +63,25 @@ TEST(Manifest, MissingMetadataIsAFileError) {
   BadLines bad("skip");
   EXPECT_THROW(read_ljspeech(dir / "nowhere", bad), monoflow::FileError);
   EXPECT_THROW(read_filelist(dir / "none.txt", false, 0, "", bad), monoflow::FileError);
+}
+
+// Found by fuzz_manifest: a directory opened as an empty list, and the run failed later with
+// "no training utterances" instead of naming the path.
+TEST(Manifest, ADirectoryAsTheListIsAFileErrorNamingIt) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "ljs/metadata.csv");
+  BadLines bad("skip");
+  for (const auto& read : std::vector<std::function<void()>>{
+           [&] { read_ljspeech(dir / "ljs", bad); },
+           [&] { read_filelist(dir / "ljs/metadata.csv", false, 0, "", bad); }}) {
+    try {
+      read();
+      FAIL() << "read a directory as a list";
+    } catch (const monoflow::FileError& e) {
+      EXPECT_EQ(e.file(), dir / "ljs/metadata.csv");
+      EXPECT_NE(std::string(e.what()).find("is a directory, not a file"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Manifest, FilelistSingleSpeaker) {

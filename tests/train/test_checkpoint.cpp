@@ -14,6 +14,8 @@
 #include "test_util.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
+#include "train/fused_adam.h"
+#include "zip_edit.h"
 
 namespace monoflow::train {
 namespace {
@@ -105,6 +107,7 @@ TEST(Checkpoint, ListNewestAndPruneKeepsK) {
   for (int step : {5, 100, 20, 1000}) {
     CheckpointState s;
     s.step = step;
+    s.run_id = "run-a";
     save_checkpoint(dir / checkpoint_filename(step), *m, opt, s);
   }
   std::ofstream(dir / ".ckpt_000000007.pt.tmp.999999") << "partial";
@@ -113,7 +116,7 @@ TEST(Checkpoint, ListNewestAndPruneKeepsK) {
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(fs::path(all.front()).filename(), "ckpt_000000005.pt");
   EXPECT_EQ(fs::path(newest_checkpoint(dir.path())).filename(), "ckpt_000001000.pt");
-  prune_checkpoints(dir.path(), 2);
+  prune_checkpoints(dir.path(), 2, "run-a");
   all = list_checkpoints(dir.path());
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(fs::path(all[0]).filename(), "ckpt_000000100.pt");
@@ -326,7 +329,7 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousOneLoadable) {
     Tiny probe(4, 1 << 20);
     EXPECT_EQ(load_checkpoint(all[0], *probe, nullptr).step, 1);
     EXPECT_TRUE(same_params(probe, first));
-    prune_checkpoints(dir.path(), 10);  // clears the dead writer's temp file
+    prune_checkpoints(dir.path(), 10, "");  // clears the dead writer's temp file
   }
   // Without the limit the same writer completes and its checkpoint becomes the newest.
   const int status = write_second(RLIM_INFINITY);
@@ -335,6 +338,173 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousOneLoadable) {
   Tiny probe(4, 1 << 20);
   EXPECT_EQ(load_checkpoint(newest_checkpoint(dir.path()), *probe, nullptr).step, 2);
   for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_FALSE(is_temporary_file(e.path().filename().string()));
+}
+
+// Pruning deletes only the checkpoints its own run wrote: not another run's (copied in, or
+// the future a resume from an older checkpoint abandoned), not one without a run id (older
+// monoflow), not a file it cannot read, and never a foreign file in the folder.
+TEST(Checkpoint, PruningTouchesOnlyItsOwnRunsCheckpoints) {
+  TempDir dir;
+  Tiny m;
+  torch::optim::Adam opt(m->parameters());
+  auto save = [&](int step, const std::string& run) {
+    CheckpointState s;
+    s.step = step;
+    s.run_id = run;
+    save_checkpoint(dir / checkpoint_filename(step), *m, opt, s);
+  };
+  save(1, "");          // no id: written before run ids
+  save(2, "other-run");
+  save(3, "mine");
+  save(4, "mine");
+  save(5, "mine");
+  save(9, "other-run");  // newer than all of mine
+  std::ofstream(dir / checkpoint_filename(6), std::ios::binary) << "unreadable";
+  std::ofstream(dir / "ckpt_best.pt") << "a user's file";
+  EXPECT_EQ(checkpoint_run_id(dir / checkpoint_filename(4)), "mine");
+  EXPECT_EQ(checkpoint_run_id(dir / checkpoint_filename(1)), "");
+  EXPECT_EQ(checkpoint_run_id(dir / checkpoint_filename(6)), "");
+  EXPECT_EQ(checkpoint_run_id(dir / "missing.pt"), "");
+
+  prune_checkpoints(dir.path(), 2, "mine");
+  std::vector<std::string> left;
+  for (const auto& p : list_checkpoints(dir.path())) left.push_back(fs::path(p).filename().string());
+  EXPECT_EQ(left, (std::vector<std::string>{checkpoint_filename(1), checkpoint_filename(2), checkpoint_filename(4),
+                                            checkpoint_filename(5), checkpoint_filename(6), checkpoint_filename(9)}));
+  EXPECT_TRUE(fs::exists(dir / "ckpt_best.pt"));
+  // Another run prunes its own only; an empty id prunes nothing.
+  prune_checkpoints(dir.path(), 1, "other-run");
+  EXPECT_FALSE(fs::exists(dir / checkpoint_filename(2)));
+  EXPECT_TRUE(fs::exists(dir / checkpoint_filename(9)));
+  prune_checkpoints(dir.path(), 1, "");
+  EXPECT_EQ(list_checkpoints(dir.path()).size(), 5u);
+  EXPECT_NE(new_run_id(), new_run_id());
+  EXPECT_EQ(new_run_id().size(), 16u);
+}
+
+// A model with a buffer that is a view at offset 5 of a 13-element storage, so that its
+// offset (K 5) and its storage's element count (K 13) are findable in the pickle.
+struct WindowedImpl : torch::nn::Module {
+  WindowedImpl() {
+    fc = register_module("fc", torch::nn::Linear(4, 3));
+    window = register_buffer("window", torch::arange(13, torch::kFloat32).narrow(0, 5, 3));
+  }
+  torch::nn::Linear fc{nullptr};
+  torch::Tensor window;
+};
+TORCH_MODULE(Windowed);
+
+// A checkpoint of Windowed after one FusedAdam step; `tamper` may change the state first.
+std::string windowed_checkpoint(const TempDir& dir,
+                                const std::function<void(Windowed&, FusedAdam&)>& tamper = {}) {
+  torch::manual_seed(5);
+  Windowed m;
+  FusedAdam opt(m->parameters(), torch::optim::AdamOptions(1e-3));
+  m->fc->forward(torch::randn({2, 4})).sum().backward();
+  opt.step();
+  if (tamper) tamper(m, opt);
+  const std::string path = dir / "windowed.pt";
+  save_checkpoint(path, *m, opt, some_state());
+  return testing::read_text(path);
+}
+
+// The DamagedCheckpoint `load` throws for `bytes` (saved as `name`), or "(loaded)".
+std::string damage_of(const TempDir& dir, const std::string& name, const std::string& bytes, bool with_optimizer) {
+  const std::string path = dir / name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  Windowed m;
+  FusedAdam opt(m->parameters(), torch::optim::AdamOptions(1e-3));
+  try {
+    load_checkpoint(path, *m, with_optimizer ? &opt : nullptr);
+  } catch (const DamagedCheckpoint& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_TRUE(opt.state().empty()) << "a refused optimizer state must not stay in the optimizer";
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+torch::optim::AdamParamState& adam_state(FusedAdam& opt, const torch::Tensor& p) {
+  return static_cast<torch::optim::AdamParamState&>(*opt.state().at(p.unsafeGetTensorImpl()));
+}
+
+TEST(Checkpoint, OptimizerStateThatDoesNotFitItsParameterIsRefused) {
+  TempDir dir;
+  const std::string good = windowed_checkpoint(dir);
+  EXPECT_EQ(damage_of(dir, "good.pt", good, true), "(loaded)");
+  struct Case {
+    const char* name;
+    std::function<void(Windowed&, FusedAdam&)> tamper;
+    const char* words;
+  };
+  const std::vector<Case> cases = {
+      {"shape.pt", [](Windowed& m, FusedAdam& o) { adam_state(o, m->fc->weight).exp_avg(torch::zeros({1})); },
+       "optimizer state 'exp_avg' of parameter 'fc.weight' is Float [1] on cpu, the parameter Float [3, 4] on cpu"},
+      {"dtype.pt",
+       [](Windowed& m, FusedAdam& o) { adam_state(o, m->fc->bias).exp_avg_sq(torch::zeros({3}, torch::kFloat64)); },
+       "optimizer state 'exp_avg_sq' of parameter 'fc.bias' is Double [3]"},
+      {"layout.pt", [](Windowed& m, FusedAdam& o) { adam_state(o, m->fc->weight).exp_avg(torch::zeros({4, 3}).t()); },
+       "optimizer state 'exp_avg' of parameter 'fc.weight' is not contiguous (strides [1, 3])"},
+      {"missing.pt", [](Windowed& m, FusedAdam& o) { adam_state(o, m->fc->weight).exp_avg_sq(torch::Tensor()); },
+       "optimizer state 'exp_avg_sq' of parameter 'fc.weight' is missing"},
+      {"step.pt", [](Windowed& m, FusedAdam& o) { adam_state(o, m->fc->bias).step(-3); },
+       "optimizer step count -3 of parameter 'fc.bias' is negative"},
+  };
+  for (const auto& c : cases) {
+    const std::string what = damage_of(dir, c.name, windowed_checkpoint(dir, c.tamper), true);
+    EXPECT_NE(what.find(c.words), std::string::npos) << c.name << ": " << what;
+    EXPECT_NE(what.find("earlier checkpoint"), std::string::npos) << what;
+    // Synthesis loads without the optimizer: the model's tensors are sound.
+    EXPECT_EQ(damage_of(dir, c.name, windowed_checkpoint(dir, c.tamper), false), "(loaded)") << c.name;
+  }
+}
+
+// Behind valid CRCs, a pickle that puts a tensor past its storage or declares a storage larger
+// than its record is refused before LibTorch reads it, naming the tensor by its path.
+TEST(Checkpoint, StorageAndOffsetPastTheRecordAreRefusedNamingTheTensor) {
+  TempDir dir;
+  const std::string good = windowed_checkpoint(dir);
+  const std::string rezipped = testing::rezip(good, [](const std::string&, std::string&) {});
+  ASSERT_FALSE(rezipped.empty());
+  EXPECT_EQ(damage_of(dir, "rezipped.pt", rezipped, true), "(loaded)");
+
+  const std::string offset =
+      testing::replace_in_pickle(good, std::string("K\x05(K\x03t", 6), testing::binint(1000000) + "(K\x03t");
+  std::string what = damage_of(dir, "offset.pt", offset, true);
+  EXPECT_NE(what.find("tensor 'model.window': storage offset 1000000 with shape [3] and strides [1] needs 1000003 "
+                      "elements, but its storage holds 13"), std::string::npos) << what;
+
+  const std::string declared = testing::replace_in_pickle(good, "K\x0dtQ", testing::binint(1000000) + "tQ");
+  what = damage_of(dir, "declared.pt", declared, true);
+  EXPECT_NE(what.find("tensor 'model.window': its storage is declared as 4000000 bytes, but its record 'data/"),
+            std::string::npos) << what;
+  EXPECT_NE(what.find("' holds 52"), std::string::npos) << what;
+  for (const char* name : {"offset.pt", "declared.pt"}) {
+    EXPECT_THROW(read_checkpoint_state(dir / name), DamagedCheckpoint) << name;
+  }
+}
+
+// Damage is told apart from a sound file that does not fit: --resume falls back past the
+// first only.
+TEST(Checkpoint, DamageIsADamagedCheckpointAndAMismatchIsNot) {
+  TempDir dir;
+  Tiny m;
+  torch::optim::Adam opt(m->parameters());
+  const std::string good = dir / "good.pt";
+  save_checkpoint(good, *m, opt, some_state());
+  std::string bytes = testing::read_text(good);
+  const std::string truncated = dir / "truncated.pt";
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+  EXPECT_THROW(read_checkpoint_state(truncated), DamagedCheckpoint);
+  Tiny wide(6);
+  try {
+    load_checkpoint(good, *wide, nullptr);
+    FAIL() << "loaded into another model";
+  } catch (const DamagedCheckpoint&) {
+    FAIL() << "a model mismatch is no damage";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("incompatible checkpoint"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -324,6 +324,8 @@ c10::IValue read_torch_save(const std::vector<char>& bytes, const std::string& s
     throw;
   } catch (const c10::Error& e) {
     throw UserError(source + ": cannot read this torch.save file: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {  // LibTorch's zip reader lets std::stoull's out_of_range through
+    throw UserError(source + ": cannot read this torch.save file: " + e.what());
   }
 }
 

@@ -67,7 +67,8 @@ class Machine {
   Machine(const std::string& program, size_t start, const StorageLoader& load, const std::string& source)
       : p_(program), pos_(start), load_(load), source_(source) {}
 
-  c10::IValue run(size_t* end) {
+  // The top-level value as the program left it (objects and all).
+  c10::IValue run_raw(size_t* end) {
     while (true) {
       need(1);
       op_at_ = pos_;
@@ -77,7 +78,11 @@ class Machine {
     }
     if (end != nullptr) *end = pos_;
     if (stack_.size() != 1) fail(std::to_string(stack_.size()) + " values left at STOP instead of one");
-    const c10::IValue root = resolve(stack_.back());
+    return resolve(stack_.back());
+  }
+
+  c10::IValue run(size_t* end) {
+    const c10::IValue root = run_raw(end);
     if (const PythonObject* o = python_object(root)) {
       throw UserError(source_ + ": holds a pickled Python object (" + o->type +
                       "), not a dict of tensors; torch.save(model) pickles the whole module: in Python, "
@@ -428,7 +433,58 @@ class Machine {
   std::map<std::string, std::pair<c10::Storage, at::ScalarType>> storages_;
 };
 
+// Every tensor under `v`, named by its path of attribute names, dict keys and list indices;
+// an object's attributes are its BUILD state. Shared values are walked once per path, within
+// a budget, so that a program that nests shared lists cannot make the walk exponential.
+void collect_tensors(const c10::IValue& in, const std::string& path, int depth, int64_t& budget,
+                     std::vector<std::pair<std::string, at::Tensor>>& out, const std::string& source) {
+  if (depth > kMaxDepth || --budget < 0) {
+    throw UserError(source + ": cannot read this pickle (values nested deeper than " + std::to_string(kMaxDepth) +
+                    " levels, or too many of them)");
+  }
+  const PythonObject* o = python_object(in);
+  const c10::IValue v = o != nullptr && !o->converted.isNone() ? o->converted : in;
+  if (const PythonObject* obj = python_object(v)) {
+    if (obj->kind == PythonObject::Kind::kInstance && !obj->state.isStorage()) {
+      collect_tensors(obj->state, path, depth + 1, budget, out, source);
+    }
+  } else if (v.isTensor()) {
+    out.emplace_back(path, v.toTensor());
+  } else if (v.isGenericDict()) {
+    for (const auto& kv : v.toGenericDict()) {
+      const std::string key = kv.key().isString() ? kv.key().toStringRef() : kv.key().isInt() ? std::to_string(kv.key().toInt()) : "?";
+      collect_tensors(kv.value(), path.empty() ? key : path + "." + key, depth + 1, budget, out, source);
+    }
+  } else if (v.isList() || v.isTuple()) {
+    const auto elements = v.isList() ? v.toListRef().vec() : v.toTupleRef().elements().vec();
+    for (size_t i = 0; i < elements.size(); ++i) {
+      collect_tensors(elements[i], path + "[" + std::to_string(i) + "]", depth + 1, budget, out, source);
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<PickledTensor> pickled_tensors(const std::string& program, const StorageLoader& load,
+                                           const std::string& source) {
+  std::map<const c10::StorageImpl*, StorageRef> refs;
+  const StorageLoader remember = [&](const StorageRef& ref) {
+    c10::Storage s = load(ref);
+    refs[s.unsafeGetStorageImpl()] = ref;
+    return s;
+  };
+  const c10::IValue root = Machine(program, 0, remember, source).run_raw(nullptr);
+  std::vector<std::pair<std::string, at::Tensor>> found;
+  int64_t budget = 1 << 20;
+  collect_tensors(root, "", 0, budget, found, source);
+  std::vector<PickledTensor> out;
+  for (auto& [path, t] : found) {
+    auto it = refs.find(t.storage().unsafeGetStorageImpl());
+    if (it == refs.end()) continue;  // not from a persistent id (cannot happen: tensors come from storages)
+    out.push_back({path, t, it->second});
+  }
+  return out;
+}
 
 c10::IValue unpickle(const std::string& program, size_t start, size_t* end, const StorageLoader& load,
                      const std::string& source) {

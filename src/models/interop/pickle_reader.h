@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace monoflow::models {
 
@@ -42,5 +43,18 @@ using StorageLoader = std::function<c10::Storage(const StorageRef&)>;
 // its STOP. `load` may be empty for programs without tensors.
 c10::IValue unpickle(const std::string& program, size_t start, size_t* end, const StorageLoader& load,
                      const std::string& source);
+
+// The tensors a program holds, whatever objects hold them, each named by its path of attribute
+// names, dict keys and list indices ("model.encoder.emb.weight"), with the storage it names.
+// For LibTorch archives (our checkpoints, TorchScript files), which pickle modules as objects
+// that unpickle() refuses: checked against their records before LibTorch reads them
+// (archive_check.h). UserError naming `source` for a malformed program.
+struct PickledTensor {
+  std::string path;
+  at::Tensor tensor;  // over the storage `load` returned, as the program states it (unchecked)
+  StorageRef storage;
+};
+std::vector<PickledTensor> pickled_tensors(const std::string& program, const StorageLoader& load,
+                                           const std::string& source);
 
 }  // namespace monoflow::models

@@ -101,6 +101,8 @@ torch::Tensor vocoder_audio(const std::string& path, const torch::Tensor& mel, c
   } catch (const c10::Error& e) {
     throw FileError(path, 0, std::string("cannot load as a TorchScript vocoder (torch.jit.save of a scripted or "
                                          "traced module taking [B, n_mels, frames]): ") + e.what_without_backtrace());
+  } catch (const std::exception& e) {  // the TorchScript parser's own error, on a damaged code/ record
+    throw FileError(path, 0, std::string("cannot load as a TorchScript vocoder: ") + e.what());
   }
   vocoder.eval();
   torch::Tensor audio;
