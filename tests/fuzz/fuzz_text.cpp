@@ -1,6 +1,6 @@
 // Fuzzes the text front-end (data/text/): cleaners (numbers, abbreviations, transliteration,
 // Unicode lowercasing), curly-brace ARPAbet, CMUdict lookup and the tokenizer, on any bytes.
-// Text is never refused by encode(), except with error_on_unknown (a UserError naming the
+// Text is never refused by encode(), except with on_unknown_char: error (a UserError naming the
 // character); ids must stay inside the vocabulary and decode again.
 #include <stdexcept>
 
@@ -27,7 +27,7 @@ std::vector<text::TextProcessor> make_processors() {
   translit.cleaners = {"transliteration_cleaners", "english_cleaners"};
   out.emplace_back(translit);
   text::TextOptions strict;
-  strict.error_on_unknown = true;
+  strict.on_unknown_char = "error";
   out.emplace_back(strict);
   return out;
 }
