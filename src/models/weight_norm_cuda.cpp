@@ -29,21 +29,26 @@ torch::Tensor in_weight_layout(const torch::Tensor& grad, const torch::Tensor& l
   return out.copy_(g);
 }
 
-// Calls launch(batch) for the weights in groups of kWeightNormBatch; describe(i, t) fills
-// everything but the shape.
+// Calls launch(batch) for the weights in groups of kWeightNormBatch, with each weight's shape,
+// v, g and norm filled in; describe(i, t) adds the direction's own pointers.
 template <typename Describe, typename Launch>
-void for_each_batch(const std::vector<torch::Tensor>& vs, Describe&& describe, Launch&& launch) {
+void for_each_batch(const std::vector<torch::Tensor>& vs, const std::vector<torch::Tensor>& gs,
+                    const torch::Tensor& norms, const std::vector<int64_t>& row_offsets, Describe&& describe,
+                    Launch&& launch) {
   for (size_t first = 0; first < vs.size(); first += kernels::kWeightNormBatch) {
     kernels::WeightNormBatch batch{};
     batch.count = static_cast<int>(std::min<size_t>(kernels::kWeightNormBatch, vs.size() - first));
     for (int j = 0; j < batch.count; ++j) {
-      const auto& v = vs[first + j];
+      const size_t i = first + j;
       auto& t = batch.t[j];
-      t.rows = static_cast<int>(v.size(0));
-      t.c_in = static_cast<int>(v.size(1));
-      t.k = static_cast<int>(v.size(2));
+      t.rows = static_cast<int>(vs[i].size(0));
+      t.c_in = static_cast<int>(vs[i].size(1));
+      t.k = static_cast<int>(vs[i].size(2));
       t.kc_order = t.k > 1;
-      describe(first + j, t);
+      t.v = data_as<float>(vs[i]);
+      t.g = data_as<float>(gs[i]);
+      t.norm = data_as<float>(norms) + row_offsets[i];
+      describe(i, t);
       batch.max_rows = std::max(batch.max_rows, t.rows);
     }
     launch(batch);
@@ -72,13 +77,7 @@ class BatchedWeightNorm : public torch::autograd::Function<BatchedWeightNorm> {
     dispatch_kernel_dtype(dtype, "batched weight norm", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for_each_batch(
-          vs,
-          [&](size_t i, kernels::WeightNormTensor& t) {
-            t.v = data_as<float>(vs[i]);
-            t.g = data_as<float>(gs[i]);
-            t.w = ws[i].data_ptr();
-            t.norm = data_as<float>(norms) + row_offsets[i];
-          },
+          vs, gs, norms, row_offsets, [&](size_t i, kernels::WeightNormTensor& t) { t.w = ws[i].data_ptr(); },
           [&](const kernels::WeightNormBatch& b) {
             check_launch(kernels::launch_weight_norm_forward<T>(b, stream), "weight norm forward");
           });
@@ -110,11 +109,8 @@ class BatchedWeightNorm : public torch::autograd::Function<BatchedWeightNorm> {
     dispatch_kernel_dtype(dtype, "batched weight norm", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
       for_each_batch(
-          vs,
+          vs, gs, norms, row_offsets,
           [&](size_t i, kernels::WeightNormTensor& t) {
-            t.v = data_as<float>(vs[i]);
-            t.g = data_as<float>(gs[i]);
-            t.norm = data_as<float>(norms) + row_offsets[i];
             t.grad_w = grad_ws[i].data_ptr();
             t.grad_v = data_as<float>(out[i]);
             t.grad_g = data_as<float>(out[n + i]);
