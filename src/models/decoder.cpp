@@ -14,7 +14,7 @@ namespace {
 // from one batched kernel each way, in the dtype autocast would give them: per convolution,
 // weight norm, the cast and cuDNN's layout copy were a kernel each, and as many again
 // backward. One batch per flow, not one for the decoder, so that backward frees each flow's
-// float32 weight gradients as it goes (one batch held 66 MiB more at the peak). The weights
+// float32 weight gradients as it goes rather than holding all of them at once. The weights
 // are dropped afterwards, so no later call sees stale ones.
 class BatchedWeights {
  public:
