@@ -1,13 +1,17 @@
 // synthesize: text -> wav (Griffin-Lim) with a trained checkpoint (monoflow's, or an official
-// Glow-TTS G_*.pth with --config); optionally the mel as .npy
+// Glow-TTS G_*.pth with --config), or every line of a --text-file -> <id>.wav with the model
+// loaded once; optionally the mel as .npy
 // (for a neural vocoder) and PNGs of the mel and of the alignment; --speaker for a
 // multi-speaker model. Everything it does lives in src/train/synth/; its bounds (length
 // scale, frame budget, a text with nothing to say) are checked there.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 
 #include "cli_main.h"
+#include "common/error.h"
 #include "train/log/image.h"
 #include "train/log/plot.h"
 #include "train/synth/npy.h"
@@ -17,14 +21,21 @@
 int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim, or a TorchScript vocoder)."};
   monoflow::train::SynthesisOptions o;
-  std::string out = "out.wav", mel_png, align_png, mel_out;
+  std::string out = "out.wav", mel_png, align_png, mel_out, text_file, out_dir = "synth";
+  bool mels = false;
   app.add_option("--checkpoint", o.checkpoint,
                  "checkpoint: runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth (needs --config)")
       ->required();
   app.add_option("--config,-c", o.config,
                  "YAML config of the model and text front-end: required for an official checkpoint; replaces a "
                  "monoflow checkpoint's config snapshot");
-  app.add_option("--text", o.text, "what to say")->required();
+  auto* text_option = app.add_option("--text", o.text, "what to say");
+  auto* file_option = app.add_option(
+      "--text-file", text_file,
+      "say every line of FILE ('text', or 'id|...|text' as in an LJSpeech metadata.csv): <id>.wav in --out-dir");
+  text_option->excludes(file_option);
+  app.add_option("--out-dir", out_dir, "with --text-file: the folder of the wavs, created if missing (synth)");
+  app.add_flag("--mels", mels, "with --text-file: also write each mel as <id>.npy (float32 [n_mels, frames])");
   app.add_option("--out,-o", out, "output wav");
   app.add_option("--mel-out", mel_out,
                  "also write the generated log-mel [n_mels, frames] as float32 .npy, for a neural vocoder");
@@ -42,6 +53,28 @@ int main(int argc, char** argv) {
   app.add_option("--max-frames", o.max_frames,
                  "refuse a text predicted to need more mel frames (30000, ~6 min at 22050 Hz)");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("synthesize"), [&] {
+    if (text_option->count() == 0 && file_option->count() == 0) throw monoflow::UserError("give --text or --text-file");
+    if (file_option->count() > 0) {
+      if (!mel_out.empty() || !mel_png.empty() || !align_png.empty()) {
+        throw monoflow::UserError("--mel-out, --mel-png and --align-png are for one --text; use --mels with --text-file");
+      }
+      const auto lines = monoflow::train::read_text_file(text_file);
+      std::error_code error;
+      std::filesystem::create_directories(out_dir, error);
+      if (error) throw monoflow::FileError(out_dir, 0, "cannot create this folder: " + error.message());
+      monoflow::train::Synthesizer synthesizer(o);
+      double seconds = 0;
+      for (const auto& line : lines) {
+        const std::string where = text_file + ":" + std::to_string(line.line);
+        const auto r = synthesizer.say(line.text, where);
+        if (!r.unknown_report.empty()) std::fprintf(stderr, "warning: %s: %s\n", where.c_str(), r.unknown_report.c_str());
+        monoflow::train::write_file(out_dir + "/" + line.id + ".wav", monoflow::train::encode_wav16(r.audio, r.sample_rate));
+        if (mels) monoflow::train::write_file(out_dir + "/" + line.id + ".npy", monoflow::train::encode_npy_float32(r.mel));
+        seconds += static_cast<double>(r.audio.numel()) / r.sample_rate;
+      }
+      std::fprintf(stderr, "wrote %zu wavs to %s: %.2f s of audio\n", lines.size(), out_dir.c_str(), seconds);
+      return 0;
+    }
     const auto r = monoflow::train::synthesize(o);
     if (!r.unknown_report.empty()) std::fprintf(stderr, "warning: %s\n", r.unknown_report.c_str());
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));

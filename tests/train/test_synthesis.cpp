@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -208,6 +209,77 @@ TEST_F(Synthesis, ATorchScriptVocoderReplacesGriffinLim) {
   std::ofstream(*dir_ / "not_a_vocoder.ts") << "not a zip file";
   o.vocoder = *dir_ / "not_a_vocoder.ts";
   EXPECT_NE(error_of([&] { synthesize(o); }).find("TorchScript"), std::string::npos);
+}
+
+// --text-file: the lines' ids and texts, and what is refused with FILE:LINE.
+TEST_F(Synthesis, ATextFileNamesItsLinesByIdOrLineNumber) {
+  const std::string path = *dir_ / "lines.txt";
+  {
+    std::ofstream f(path);
+    f << "\xEF\xBB\xBFhello there.\n\n# a comment\n  \nLJ001-0001|Raw Text.|normalised text\r\nsecond line\n";
+  }
+  const auto lines = read_text_file(path);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].id, "0001");
+  EXPECT_EQ(lines[0].text, "hello there.");
+  EXPECT_EQ(lines[1].id, "LJ001-0001");
+  EXPECT_EQ(lines[1].text, "normalised text");
+  EXPECT_EQ(lines[1].line, 5);
+  EXPECT_EQ(lines[2].id, "0006");
+  {
+    std::ofstream f(path);
+    f << "a|hello\nb|world\na|again\n";
+  }
+  EXPECT_NE(error_of([&] { read_text_file(path); }).find("lines.txt:3: id 'a' appears twice"), std::string::npos);
+  {
+    std::ofstream f(path);
+    f << "../x|hello\n";
+  }
+  EXPECT_NE(error_of([&] { read_text_file(path); }).find("lines.txt:1:"), std::string::npos);
+  {
+    std::ofstream f(path);
+    f << "# nothing\n\n";
+  }
+  EXPECT_NE(error_of([&] { read_text_file(path); }).find("no line to say"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_text_file(dir_->path()); }).find("cannot read"), std::string::npos);
+}
+
+// One model for many texts: each say() is a whole synthesis, and its errors name the line.
+TEST_F(Synthesis, ASynthesizerSaysManyTextsAndNamesTheLineThatFails) {
+  Synthesizer synthesizer(options(""));
+  const SynthesisResult a = synthesizer.say("hello world.");
+  const SynthesisResult b = synthesizer.say("a much longer sentence than the first one.");
+  EXPECT_EQ(a.step, 7);
+  EXPECT_GT(a.audio.numel(), 0);
+  EXPECT_GT(b.mel.size(1), a.mel.size(1));  // more text, more frames
+  const std::string e = error_of([&] { synthesizer.say(" . ", "lines.txt:4"); });
+  EXPECT_NE(e.find("lines.txt:4 ' . ': nothing to say"), std::string::npos) << e;
+  // the same text with the same seed, through synthesize() and a fresh Synthesizer: same audio
+  const SynthesisResult again = Synthesizer(options("")).say("hello world.");
+  EXPECT_TRUE(torch::equal(again.audio, a.audio));
+}
+
+TEST_F(Synthesis, TheToolWritesOneWavPerLineOfATextFile) {
+  const std::string lines = *dir_ / "tool_lines.txt", out = *dir_ / "tool_out";
+  {
+    std::ofstream f(lines);
+    f << "first|hello world.\nsecond|good morning.\n";
+  }
+  const std::string exe = std::string(MONOFLOW_SYNTHESIZE_EXE) + " --checkpoint " + *checkpoint_ +
+                          " --device cpu --griffin-lim-iters 2 --text-file " + lines + " --out-dir " + out;
+  int status = 0;
+  std::string log = testing::run_command(exe + " --mels 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << log;
+  for (const std::string id : {"first", "second"}) {
+    EXPECT_GT(std::filesystem::file_size(out + "/" + id + ".wav"), 44u) << id;
+    EXPECT_GT(std::filesystem::file_size(out + "/" + id + ".npy"), 128u) << id;
+  }
+  EXPECT_NE(log.find("wrote 2 wavs"), std::string::npos) << log;
+  log = testing::run_command(exe + " --text hello 2>&1", &status);
+  EXPECT_NE(WEXITSTATUS(status), 0) << log;  // --text and --text-file exclude each other
+  log = testing::run_command(exe + " --mel-png x.png 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << log;
+  EXPECT_NE(log.find("--mels"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
 #include <sstream>
 
 #include "common/error.h"
@@ -142,47 +147,102 @@ Config synthesis_config(const SynthesisOptions& o) {
 
 }  // namespace
 
-SynthesisResult synthesize(const SynthesisOptions& o) {
-  check_bounds(o);
-  const Config c = synthesis_config(o);
-  const torch::Device device = resolve_device(o.device);
+struct Synthesizer::Loaded {
+  SynthesisOptions options;
+  Config config;
+  torch::Device device;
+  text::TextProcessor tp;
+  models::GlowTTS model{nullptr};
+  int64_t step = 0;
+  torch::Tensor speakers;
 
-  const text::TextProcessor tp(c.text);
-  const std::vector<int64_t> ids = tp.encode(o.text);
-  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return tp.spoken(id); })) {
-    const std::string unknown = tp.unknown_report();
-    throw UserError("--text '" + o.text + "': nothing to say (no letter or phoneme of the symbol set " +
+  Loaded(const SynthesisOptions& o, Config c)
+      : options(o), config(std::move(c)), device(resolve_device(o.device)), tp(config.text) {}
+};
+
+Synthesizer::Synthesizer(const SynthesisOptions& o) {
+  check_bounds(o);
+  loaded_ = std::make_unique<Loaded>(o, synthesis_config(o));
+  Loaded& l = *loaded_;
+  torch::manual_seed(static_cast<uint64_t>(o.seed));
+  l.model = models::GlowTTS(model_options(l.config, static_cast<int64_t>(l.tp.vocab_size())));
+  l.model->to(l.device);
+  l.step = load_model_weights(o.checkpoint, *l.model).step;
+  l.model->eval();
+  l.speakers = speaker_ids(o.speaker, l.config.data.n_speakers, o.checkpoint);
+}
+
+Synthesizer::~Synthesizer() = default;
+
+SynthesisResult Synthesizer::say(const std::string& utterance, const std::string& what) {
+  Loaded& l = *loaded_;
+  const SynthesisOptions& o = l.options;
+  const Config& c = l.config;
+  l.tp.reset_unknown();
+  const std::vector<int64_t> ids = l.tp.encode(utterance);
+  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return l.tp.spoken(id); })) {
+    const std::string unknown = l.tp.unknown_report();
+    throw UserError(what + " '" + utterance + "': nothing to say (no letter or phoneme of the symbol set " +
                     c.text.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
   }
 
-  torch::manual_seed(static_cast<uint64_t>(o.seed));
-  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
-  model->to(device);
-  const LoadedWeights loaded = load_model_weights(o.checkpoint, *model);
-  model->eval();
-
   torch::NoGradGuard no_grad;
-  const auto text = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(device);
-  const auto lengths = torch::tensor({static_cast<int64_t>(ids.size())}, torch::kInt64).to(device);
-  const torch::Tensor speakers = speaker_ids(o.speaker, c.data.n_speakers, o.checkpoint);
-  const int64_t predicted = predicted_frames(model, text, lengths, speakers, o.length_scale);
+  const auto text = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(l.device);
+  const auto lengths = torch::tensor({static_cast<int64_t>(ids.size())}, torch::kInt64).to(l.device);
+  const int64_t predicted = predicted_frames(l.model, text, lengths, l.speakers, o.length_scale);
   if (predicted > o.max_frames) {
-    throw UserError("--text: the model predicts " + std::to_string(predicted) + " mel frames (" +
+    throw UserError(what + ": the model predicts " + std::to_string(predicted) + " mel frames (" +
                     number(static_cast<double>(predicted) * c.data.mel.hop_length / c.data.mel.sampling_rate) +
                     " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
                     std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
   }
-  const auto out = model->infer(text, lengths, speakers, o.noise_scale, o.length_scale);
+  const auto out = l.model->infer(text, lengths, l.speakers, o.noise_scale, o.length_scale);
   const int64_t frames = out.y_lengths[0].item<int64_t>();
 
   SynthesisResult r;
-  r.step = loaded.step;
+  r.step = l.step;
   r.sample_rate = c.data.mel.sampling_rate;
-  r.unknown_report = tp.unknown_report();
+  r.unknown_report = l.tp.unknown_report();
   r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
   r.alignment = out.attn[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
-  r.audio = o.vocoder.empty() ? griffin_lim_audio(r.mel, c, o) : vocoder_audio(o.vocoder, r.mel, device);
+  r.audio = o.vocoder.empty() ? griffin_lim_audio(r.mel, c, o) : vocoder_audio(o.vocoder, r.mel, l.device);
   return r;
+}
+
+SynthesisResult synthesize(const SynthesisOptions& o) { return Synthesizer(o).say(o.text); }
+
+std::vector<TextFileLine> read_text_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in || std::filesystem::is_directory(path)) throw FileError(path, 0, "cannot read this text file");
+  std::vector<TextFileLine> lines;
+  std::set<std::string> ids;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 BOM
+    if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    TextFileLine t;
+    t.line = number;
+    const size_t bar = line.find('|');
+    if (bar == std::string::npos) {
+      char id[16];
+      std::snprintf(id, sizeof id, "%04d", number);
+      t.id = id;
+      t.text = line;
+    } else {
+      t.id = line.substr(0, bar);
+      t.text = line.substr(line.rfind('|') + 1);
+    }
+    if (t.id.empty() || t.id.find('/') != std::string::npos) {
+      throw UserError(path + ":" + std::to_string(number) + ": the id before '|' must be a file name, got '" + t.id + "'");
+    }
+    if (!ids.insert(t.id).second) {
+      throw UserError(path + ":" + std::to_string(number) + ": id '" + t.id + "' appears twice");
+    }
+    lines.push_back(std::move(t));
+  }
+  if (lines.empty()) throw UserError(path + ": no line to say (blank lines and # comments are skipped)");
+  return lines;
 }
 
 }  // namespace monoflow::train

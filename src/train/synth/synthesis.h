@@ -5,7 +5,9 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace monoflow::train {
 
@@ -52,5 +54,34 @@ struct SynthesisResult {
 // only spaces, punctuation, or characters outside the symbol set) and a predicted length over
 // options.max_frames; FileError for the checkpoint.
 SynthesisResult synthesize(const SynthesisOptions& options);
+
+// A checkpoint loaded once for many texts (synthesize --text-file): say() is synthesize() for
+// one text, `what` naming it in errors ("--text", or "FILE:LINE"). The prior noise continues one
+// random stream from options.seed across the calls; options.text is not used.
+class Synthesizer {
+ public:
+  explicit Synthesizer(const SynthesisOptions& options);
+  ~Synthesizer();
+  Synthesizer(const Synthesizer&) = delete;
+  Synthesizer& operator=(const Synthesizer&) = delete;
+  SynthesisResult say(const std::string& text, const std::string& what = "--text");
+
+ private:
+  struct Loaded;
+  std::unique_ptr<Loaded> loaded_;
+};
+
+// One utterance of a --text-file: the name of its outputs, its text, and where it stands.
+struct TextFileLine {
+  std::string id, text;
+  int line = 0;
+};
+
+// The lines of a --text-file: "text" (named by its line number, 0001, 0002, ...) or
+// "id|...|text" (the first field names it, the last is said, so an LJSpeech metadata.csv works
+// as it is). Blank lines and lines starting with # are skipped, a UTF-8 BOM is dropped.
+// FileError for an unreadable file; UserError naming FILE:LINE for an id that is empty, holds a
+// '/', or appears twice, and for a file with nothing to say.
+std::vector<TextFileLine> read_text_file(const std::string& path);
 
 }  // namespace monoflow::train
