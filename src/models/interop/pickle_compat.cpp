@@ -251,7 +251,7 @@ c10::IValue read_legacy_torch_save(const std::vector<char>& bytes, const std::st
     if (numel < 0 || numel > static_cast<int64_t>(all.size() - pos) / item) throw UserError(source + ": truncated storage data");
     const size_t nbytes = static_cast<size_t>(numel * item);
     auto data = c10::GetCPUAllocator()->allocate(nbytes);
-    std::memcpy(data.get(), all.data() + pos, nbytes);
+    if (nbytes > 0) std::memcpy(data.get(), all.data() + pos, nbytes);  // an empty storage has no pointer
     pos += nbytes;
     c10::Storage& s = it->second.second;  // the storage the tensors already share
     s.set_nbytes(declared_bytes(it->second.first, source));
