@@ -19,15 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-RunSummary run(const Config& c, const std::string& resume = "") {
-  RunOptions o;
-  o.resume = resume;
-  o.config_yaml = to_yaml(c);
-  o.quiet = true;
-  clear_stop_request();
-  return train(c, o);
-}
+using testing::run;
 
 // A checkpoint every step, so that a few steps make the files the tests need.
 Config config(const std::string& run_dir, int steps) {

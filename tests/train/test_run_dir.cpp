@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 using testing::TempDir;
+using testing::run;
 
 // File names of <run_dir>/checkpoints/ckpt_*.pt, oldest first.
 std::vector<std::string> checkpoint_names(const std::string& run_dir) {
@@ -121,16 +122,6 @@ TEST(RunDir, MovingAsideTakesTheRunsFilesAndLeavesTheRest) {
   EXPECT_NE(second, aside);
   EXPECT_EQ(testing::read_text(second + "/metrics.jsonl"), "{\"step\":2}\n");
   EXPECT_EQ(testing::read_text(aside + "/metrics.jsonl"), "{\"step\":1}\n");
-}
-
-RunSummary run(const Config& c, const std::string& resume = "", bool force_new = false) {
-  RunOptions o;
-  o.resume = resume;
-  o.force_new = force_new;
-  o.config_yaml = to_yaml(c);
-  o.quiet = true;
-  clear_stop_request();
-  return train(c, o);
 }
 
 class TrainerRunDir : public ::testing::Test {

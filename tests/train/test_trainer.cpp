@@ -28,18 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
+using testing::run;
 
 // One corpus for the whole suite.
 const std::string& corpus() { return testing::suite_corpus(); }
-
-RunSummary run(const Config& c, const std::string& resume = "") {
-  RunOptions o;
-  o.resume = resume;
-  o.config_yaml = to_yaml(c);
-  o.quiet = true;
-  clear_stop_request();
-  return train(c, o);
-}
 
 // step -> {key -> value} of the training lines (those with loss/mle) of metrics.jsonl.
 std::map<int64_t, std::map<std::string, double>> training_metrics(const std::string& run_dir) {

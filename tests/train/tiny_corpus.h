@@ -10,7 +10,9 @@
 #include "test_util.h"
 #include "train/config/config_io.h"
 #include "train/log/image.h"
+#include "train/signals.h"
 #include "train/synth/wav.h"
+#include "train/trainer.h"
 
 namespace monoflow::train::testing {
 
@@ -71,6 +73,17 @@ inline std::string tiny_config_yaml(const std::string& corpus, const std::string
 inline Config tiny_config(const std::string& corpus, const std::string& run_dir, int max_steps,
                           const std::vector<std::string>& overrides = {}) {
   return parse_config(tiny_config_yaml(corpus, run_dir, max_steps), "tiny.yaml", overrides);
+}
+
+// A quiet training run of c (its YAML as the run's config), with a cleared stop request.
+inline RunSummary run(const Config& c, const std::string& resume = "", bool force_new = false) {
+  RunOptions o;
+  o.resume = resume;
+  o.force_new = force_new;
+  o.config_yaml = to_yaml(c);
+  o.quiet = true;
+  clear_stop_request();
+  return train(c, o);
 }
 
 }  // namespace monoflow::train::testing
