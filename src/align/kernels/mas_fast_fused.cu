@@ -30,6 +30,37 @@
 //   140 cycles per step either way); the walk is bound by its memory instructions' issue
 //   (about 40 cycles each from one thread), so the kept walk has one load and one store per
 //   step.
+//
+// Why the hand-over is race-free. Warps of one block share four things in shared memory:
+// - Tiles: each warp's own stages; cp.async.wait_group and __syncwarp order a stage's copy
+//   before its reads, and the __syncwarp that ends a chunk orders its reads before the copy
+//   that refills it two chunks later.
+// - Decision bits: each warp writes only its own rows' words; the walk reads them after
+//   __syncthreads.
+// - Boundary rows: row w + 1 is written only by warp w's lane 31 and read only by warp w + 1
+//   (and row 0, the virtual row above warp 0, only before the first __syncthreads). Each
+//   column is written once (a warp's chunks cover disjoint 32-column ranges), so there is
+//   no write-after-read hazard, and a read must only come after the write of its column:
+//   1. lane 31 writes columns [y0, y0 + 32) of its row, then stores y0 + 32 to progress[w]
+//      with st.release.cta: the release orders the thread's earlier writes before it;
+//   2. lane 0 of warp w + 1 spins on ld.acquire.cta of progress[w] until it reaches `need`,
+//      which covers every column the chunk reads (y0 - 1 .. y0 + 31; counters are multiples
+//      of 32, and they only grow); an acquire that reads a released value synchronises
+//      with that release (PTX memory model, CTA scope, both threads in one block);
+//   3. __syncwarp orders lane 0's acquire before the other lanes' reads of the row (it
+//      orders memory among the threads that take part in it).
+//   So every read of a boundary column happens after the write it needs. Columns past the
+//   producer's last band column (up_last) feed only cells right of the band, whose bits the
+//   walk never reads; they hold values of the producer's last chunk, ordered too (`need` is
+//   capped at up_last + 1, which only the producer's final release reaches), or, past that
+//   chunk, whatever the shared memory held: read, never written, so no race either.
+// - Progress counters: written by one lane each, read with acquire; a wait that gives up
+//   after 2^22 polls sets the timeout flag instead of hanging, and the call reports it.
+// compute-sanitizer's racecheck follows barriers, not release/acquire pairs, so it reports
+// the boundary-row accesses and the counters as hazards. tests/align/test_mas_handover.cpp
+// checks the argument under thousands of launches with random sleeps at each point above
+// (the Jitter hook below), and checks that the same stress catches a release placed before
+// the writes; docs/benchmarks.md records what racecheck reports.
 #include "align/kernels/mas_fast_common.cuh"
 
 namespace monoflow::align::kernels {
@@ -69,6 +100,26 @@ __device__ __forceinline__ void st_release_cta(int* p, int v) {
   asm volatile("st.release.cta.shared::cta.s32 [%0], %1;\n"
                ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v) : "memory");
 }
+
+// The stress test's hook (launch_fast_mas_fused's `jitter`; production runs kNone, where
+// every call below compiles to nothing): a seeded random __nanosleep of up to ~4 us, one
+// site in four, at the points where the hand-over's order matters, so that a few thousand
+// launches see the producer and consumer warps in many relative positions. kSleepEarlyRelease
+// also publishes each chunk's progress before the chunk's row is written: a deliberate bug
+// the test must catch, which shows that the sleeps do expose a misordered hand-over.
+template <FusedJitter MODE>
+struct Jitter {
+  unsigned seed;
+  int item, warp, lane, chunk;
+  __device__ __forceinline__ void at(int site) const {
+    if constexpr (MODE != FusedJitter::kNone) {
+      unsigned h = seed ^ (item * 0x9e3779b9u) ^ (warp * 0x85ebca6bu) ^ (lane * 0xc2b2ae35u) ^
+                   (site * 0x27d4eb2fu) ^ (chunk * 0x165667b1u);
+      h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+      if ((h & 3) == 0) __nanosleep((h >> 4) & 4095);
+    }
+  }
+};
 
 // Copies rows [x0, x0 + rows) x columns [y0, y0 + 32) of the item into a 32K x 32 tile
 // (layout: tile_index<K>). `warp_src` points at (x0, 0). VEC=4: 16-byte copies, 8 lanes per
@@ -113,11 +164,12 @@ __device__ __forceinline__ void mark_diagonal(uint32_t& word, float diag, float 
 // (a broadcast; lane 31 sends it down), then per column one shuffle and, per row, a
 // compare, a max, an add and the non-finite check. EDGE chunks also replace logp outside
 // the band by 0 (see the file comment).
-template <int K, bool EDGE>
+template <int K, bool EDGE, FusedJitter MODE>
 __device__ __forceinline__ void fused_chunk(const float* tile, const float* up_row, float& carry,
                                             float* my_row, bool publish, float (&q)[K],
                                             uint32_t (&word)[K], float (&check)[K], int lane,
-                                            int src_lane, int x, int y0, int band_width) {
+                                            int src_lane, int x, int y0, int band_width,
+                                            const Jitter<MODE>& jitter) {
 #pragma unroll
   for (int g = 0; g < 8; ++g) {
     const int y = y0 + 4 * g;
@@ -149,15 +201,18 @@ __device__ __forceinline__ void fused_chunk(const float* tile, const float* up_r
       }
       out[c] = q[K - 1];
     }
-    if (publish && lane == 31) *reinterpret_cast<float4*>(my_row + y) = make_float4(out[0], out[1], out[2], out[3]);
+    if (publish && lane == 31) {
+      *reinterpret_cast<float4*>(my_row + y) = make_float4(out[0], out[1], out[2], out[3]);
+      jitter.at(8 + g);  // a half-written row: the next warp must not be reading it yet
+    }
   }
 }
 
-template <int K, int VEC>
+template <int K, int VEC, FusedJitter MODE>
 __global__ void __launch_bounds__(32 * kMaxFusedWarps)
     fused_v4(const float* __restrict__ logp, int max_text, int max_mel, DeviceLengths text_lengths,
              DeviceLengths mel_lengths, float neg_inf, FastMasLayout layout, int32_t* ws,
-             int* __restrict__ durations) {
+             int* __restrict__ durations, unsigned jitter_seed) {
   extern __shared__ __align__(16) float smem[];
   const FusedSmem sm = fused_smem(layout);
   int* progress = reinterpret_cast<int*>(smem);
@@ -208,7 +263,12 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
 #pragma unroll 1
     for (int i = 0; i < chunks; ++i) {
       MONOFLOW_TRACE(b, warp, i, lane)
+      const Jitter<MODE> jitter{jitter_seed, b, warp, lane, i};
+      jitter.at(0);
       const int y0 = x0 + 32 * i;
+      if constexpr (MODE == FusedJitter::kSleepEarlyRelease) {
+        if (publish && lane == 31) st_release_cta(progress + warp, y0 + 32);
+      }
       if (i + kFusedStages - 1 < chunks) {
         const int y = y0 + 32 * (kFusedStages - 1);
         fused_load_tile<K, VEC>(tiles + ((i + kFusedStages - 1) % kFusedStages) * kTile, warp_src,
@@ -226,6 +286,7 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
           }
         }
         __syncwarp();
+        jitter.at(1);  // lanes other than lane 0 read the row above later than its acquire
         if (i == 0) carry = up_row[y0 - 1];
       }
       cp_async_wait<kFusedStages - 1>();
@@ -237,15 +298,19 @@ __global__ void __launch_bounds__(32 * kMaxFusedWarps)
       const float* tile = tiles + (i % kFusedStages) * kTile;
       if (y0 >= x0 + 32 * K && y0 + 31 <= band_width + x0) {
         fused_chunk<K, false>(tile, up_row, carry, my_row, publish, q, word, check, lane, src_lane,
-                              x, y0, band_width);
+                              x, y0, band_width, jitter);
       } else {
         fused_chunk<K, true>(tile, up_row, carry, my_row, publish, q, word, check, lane, src_lane,
-                             x, y0, band_width);
+                             x, y0, band_width, jitter);
       }
       uint32_t* dst = bits + static_cast<int64_t>(y0 >> 5) * layout.padded_text + x;
 #pragma unroll
       for (int j = 0; j < K; ++j) dst[j] = word[j];
-      if (publish && lane == 31) st_release_cta(progress + warp, y0 + 32);
+      jitter.at(2);
+      if (MODE != FusedJitter::kSleepEarlyRelease && publish && lane == 31) {
+        st_release_cta(progress + warp, y0 + 32);
+      }
+      jitter.at(3);  // a lane still reading its tile while the others would refill it
       __syncwarp();  // the tile stage is refilled next iteration
     }
     float bad = 0.0f;
@@ -298,7 +363,8 @@ int64_t fast_mas_fused_smem(const FastMasLayout& layout) {
 cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
                                   DeviceLengths text_lengths, DeviceLengths mel_lengths,
                                   float neg_inf, const FastMasLayout& layout, int32_t* workspace,
-                                  int* durations, cudaStream_t stream) {
+                                  int* durations, cudaStream_t stream, FusedJitter jitter,
+                                  unsigned jitter_seed) {
   if (layout.batch == 0) return cudaSuccess;
   const int64_t bytes = fast_mas_fused_smem(layout);
   if (bytes < 0) return cudaErrorInvalidValue;
@@ -310,11 +376,22 @@ cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
     cudaError_t set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (set != cudaSuccess) return set;
     kernel<<<grid, block, smem, stream>>>(logp, max_text, max_mel, text_lengths, mel_lengths, neg_inf,
-                                          layout, workspace, durations);
+                                          layout, workspace, durations, jitter_seed);
     return cudaGetLastError();
   };
-  if (layout.rows_per_lane == 2) return vec4 ? go(fused_v4<2, 4>) : go(fused_v4<2, 1>);
-  return vec4 ? go(fused_v4<4, 4>) : go(fused_v4<4, 1>);
+  constexpr auto kNone = FusedJitter::kNone, kSleep = FusedJitter::kSleep;
+  switch (jitter) {
+    case FusedJitter::kNone:
+      if (layout.rows_per_lane == 2) return vec4 ? go(fused_v4<2, 4, kNone>) : go(fused_v4<2, 1, kNone>);
+      return vec4 ? go(fused_v4<4, 4, kNone>) : go(fused_v4<4, 1, kNone>);
+    case FusedJitter::kSleep:
+      if (layout.rows_per_lane == 2) return vec4 ? go(fused_v4<2, 4, kSleep>) : go(fused_v4<2, 1, kSleep>);
+      return vec4 ? go(fused_v4<4, 4, kSleep>) : go(fused_v4<4, 1, kSleep>);
+    case FusedJitter::kSleepEarlyRelease:  // the negative control: one instance is enough
+      if (layout.rows_per_lane != 2 || !vec4) return cudaErrorInvalidValue;
+      return go(fused_v4<2, 4, FusedJitter::kSleepEarlyRelease>);
+  }
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace monoflow::align::kernels

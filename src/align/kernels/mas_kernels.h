@@ -59,11 +59,16 @@ cudaError_t launch_fast_mas_forward(const float* logp, int max_text, int max_mel
 // when v4 does not apply to the layout; the launcher returns cudaErrorInvalidValue when the
 // block does not fit the device. Writes durations, the workspace's starts and flags; uses
 // nothing else of the workspace (the flags must be zeroed before).
+// `jitter` is for the hand-over stress test (tests/align/test_mas_handover.cpp) only:
+// seeded random sleeps inside the kernel, and with kSleepEarlyRelease a deliberately broken
+// hand-over (K = 2, 16-byte aligned rows only) that the test must catch.
+enum class FusedJitter { kNone, kSleep, kSleepEarlyRelease };
 int64_t fast_mas_fused_smem(const FastMasLayout& layout);
 cudaError_t launch_fast_mas_fused(const float* logp, int max_text, int max_mel,
                                   DeviceLengths text_lengths, DeviceLengths mel_lengths,
                                   float neg_inf, const FastMasLayout& layout, int32_t* workspace,
-                                  int* durations, cudaStream_t stream);
+                                  int* durations, cudaStream_t stream,
+                                  FusedJitter jitter = FusedJitter::kNone, unsigned jitter_seed = 0);
 
 // Backtracking over the bits (mas_fast_walk.cu), one warp per utterance: durations[b][x]
 // ([B, T], zero for padded tokens) and the workspace's starts.
