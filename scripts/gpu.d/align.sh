@@ -8,6 +8,9 @@
 #  3. scores both against espeak-ng's word timings (scripts/score_alignment.py).
 # Everything lands in $OUT/align/ (TextGrids and durations of the GPU run, scores as JSON).
 # ALIGN_RUN_DIR continues an earlier run there instead of a fresh one in $OUT/align/run.
+# ALIGN_SET adds `--set` overrides to the training run, e.g. "data.add_blank=true" or
+# "data.cmudict_path=data/cmudict/cmudict.dict data.add_blank=true" (the token choices that
+# users' tools issue asks to measure; align reads them back from the checkpoint's config).
 set -uo pipefail
 CORPUS=data/monoflow-corpus
 [ -x "$BUILD/bin/align" ] && [ -x "$BUILD/bin/train" ] || { echo "align.sh: align/train not built, skipped"; exit 0; }
@@ -17,11 +20,13 @@ mkdir -p "$A"
 RUN=${ALIGN_RUN_DIR:-$A/run}
 CONFIG=${ALIGN_CONFIG:-configs/quickstart.yaml}
 MINUTES=${ALIGN_TRAIN_MINUTES:-8}
-echo "== alignment accuracy: $CONFIG on $CORPUS, $MINUTES minutes of training on the GPU"
+echo "== alignment accuracy: $CONFIG ${ALIGN_SET:-} on $CORPUS, $MINUTES minutes of training on the GPU"
+overrides=()
+for kv in ${ALIGN_SET:-}; do overrides+=(--set "$kv"); done
 resume=()
 ls "$RUN"/checkpoints/ckpt_*.pt > /dev/null 2>&1 && resume=(--resume)
 timeout $((MINUTES * 60 + 120)) "$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" \
-  --set data.dataset_dir=$CORPUS --set data.cache_dir=$A/cache "${resume[@]}" > "$A/train.log" 2>&1
+  --set data.dataset_dir=$CORPUS --set data.cache_dir=$A/cache "${overrides[@]}" "${resume[@]}" > "$A/train.log" 2>&1
 echo "train exit $?: $(grep -E '^done' "$A/train.log" | tail -1)"
 ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt 2>/dev/null | tail -1)
 [ -n "$ckpt" ] || { tail -5 "$A/train.log"; exit 1; }

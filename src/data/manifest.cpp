@@ -10,6 +10,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "data/text/utf8.h"
 
 namespace fs = std::filesystem;
@@ -44,13 +45,6 @@ std::vector<std::string> split_pipes(const std::string& s, size_t max_fields) {
   }
   out.push_back(s.substr(start));
   return out;
-}
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
 std::ifstream open_text(const std::string& path, const std::string& hint) {

@@ -5,10 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "common/error.h"
 #include "data/audio.h"
 #include "data/dataset.h"
 #include "data/posix_fs.h"
@@ -30,6 +34,20 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// f() must throw a FileError naming `file` (unless empty) and `line` (unless -1) whose message
+// contains `text`.
+inline void expect_file_error(const std::function<void()>& f, const std::string& file, int line,
+                              const std::string& text) {
+  try {
+    f();
+    ADD_FAILURE() << "expected a FileError containing \"" << text << "\"";
+  } catch (const monoflow::FileError& e) {
+    if (!file.empty()) EXPECT_EQ(e.file(), file);
+    if (line >= 0) EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
 
 // A tone of `samples` samples on the int16 grid (exactly representable after a wav round trip).
 inline std::vector<float> tone(int64_t samples, double hz, int rate, double amp = 0.3) {

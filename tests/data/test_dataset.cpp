@@ -45,14 +45,7 @@ TEST(Dataset, ChecksAudioAndTextBeforeBatching) {
     // Start at `line`, so that it is the first bad one.
     std::vector<Utterance> sub(utts.begin() + (line - 1), utts.end());
     BadLines strict("error");
-    try {
-      TtsDataset ds(sub, o, byte_encoder, strict);
-      FAIL() << "expected FileError for line " << line;
-    } catch (const monoflow::FileError& e) {
-      EXPECT_EQ(e.file(), dir / "metadata.csv");
-      EXPECT_EQ(e.line(), line);
-      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-    }
+    expect_file_error([&] { TtsDataset ds(sub, o, byte_encoder, strict); }, dir / "metadata.csv", line, what);
   }
   // With resampling the 16 kHz file is kept, its length predicted at 22.05 kHz.
   o.on_rate_mismatch = "resample";
@@ -75,12 +68,7 @@ TEST(Dataset, TextThatEncodesToNothingIsABadLine) {
     return byte_encoder(s);
   };
   BadLines strict("error");
-  try {
-    TtsDataset ds(utts, options_for(dir.path()), drop_all, strict);
-    FAIL();
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.line(), 2);
-  }
+  expect_file_error([&] { TtsDataset ds(utts, options_for(dir.path()), drop_all, strict); }, "", 2, "");
   TextEncoder throws = [](const std::string&) -> std::vector<int64_t> { throw monoflow::UserError("unknown symbol"); };
   BadLines skip("skip");
   TtsDataset ds(utts, options_for(dir.path()), throws, skip);
@@ -111,15 +99,8 @@ TEST(Dataset, TextWithNoSymbolOfTheSetIsABadLine) {
   auto tp = std::make_shared<const monoflow::text::TextProcessor>(to);
   ASSERT_FALSE(tp->encode(utts[1].text).empty());
   BadLines strict("error");
-  try {
-    TtsDataset ds(utts, options_for(dir.path()), text_encoder(tp), strict);
-    FAIL() << "expected FileError";
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.file(), dir / "metadata.csv");
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(std::string(e.what()).find("has a symbol in the english symbol set"), std::string::npos)
-        << e.what();
-  }
+  expect_file_error([&] { TtsDataset ds(utts, options_for(dir.path()), text_encoder(tp), strict); },
+                    dir / "metadata.csv", 2, "has a symbol in the english symbol set");
   BadLines skip("skip");
   TtsDataset ds(utts, options_for(dir.path()), text_encoder(tp), skip);
   ASSERT_EQ(ds.size(), 2u);
@@ -139,16 +120,8 @@ TEST(Dataset, UtteranceTooShortToAlignIsABadLine) {
   }
   o.n_sqz = 2;
   BadLines strict("error");
-  try {
-    TtsDataset ds(utts, o, byte_encoder, strict);
-    FAIL() << "expected FileError";
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.file(), dir / "metadata.csv");
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(std::string(e.what()).find("cannot be aligned: its text has 21 tokens but the audio only 20"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_file_error([&] { TtsDataset ds(utts, o, byte_encoder, strict); },
+                    dir / "metadata.csv", 2, "cannot be aligned: its text has 21 tokens but the audio only 20");
   // Under skip it is left out and counted in load_datasets' summary.
   o.on_bad_line = "skip";
   auto sets = load_datasets(o, byte_encoder);

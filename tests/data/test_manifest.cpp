@@ -11,6 +11,7 @@
 namespace {
 
 using namespace monoflow::data;
+using monoflow::data::testing::expect_file_error;
 using monoflow::data::testing::TempDir;
 using monoflow::data::testing::write_text;
 
@@ -36,14 +37,7 @@ TEST(Manifest, ErrorPolicyNamesFileAndLine) {
   TempDir dir;
   write_text(dir / "metadata.csv", "a|A|a\nb|only two\nc|C|c\n");
   BadLines bad("error");
-  try {
-    read_ljspeech(dir.path(), bad);
-    FAIL() << "expected FileError";
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.file(), dir / "metadata.csv");
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(std::string(e.what()).find("metadata.csv:2:"), std::string::npos);
-  }
+  expect_file_error([&] { read_ljspeech(dir.path(), bad); }, dir / "metadata.csv", 2, "metadata.csv:2:");
 }
 
 TEST(Manifest, SkipPolicyCountsBadLines) {
@@ -74,13 +68,7 @@ TEST(Manifest, ADirectoryAsTheListIsAFileErrorNamingIt) {
   for (const auto& read : std::vector<std::function<void()>>{
            [&] { read_ljspeech(dir / "ljs", bad); },
            [&] { read_filelist(dir / "ljs/metadata.csv", false, 0, "", bad); }}) {
-    try {
-      read();
-      FAIL() << "read a directory as a list";
-    } catch (const monoflow::FileError& e) {
-      EXPECT_EQ(e.file(), dir / "ljs/metadata.csv");
-      EXPECT_NE(std::string(e.what()).find("is a directory, not a file"), std::string::npos) << e.what();
-    }
+    expect_file_error([&] { read(); }, dir / "ljs/metadata.csv", -1, "is a directory, not a file");
   }
 }
 
@@ -112,12 +100,7 @@ TEST(Manifest, FilelistMultiSpeaker) {
   EXPECT_EQ(u[1].line, 5);
   EXPECT_EQ(bad.skipped(), 3);
   BadLines strict("error");
-  try {
-    read_filelist(dir / "list.txt", true, 12, "", strict);
-    FAIL();
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.line(), 2);
-  }
+  expect_file_error([&] { read_filelist(dir / "list.txt", true, 12, "", strict); }, "", 2, "");
 }
 
 TEST(Manifest, SeededSplitIsDeterministicAndDisjoint) {
@@ -164,14 +147,7 @@ TEST(Manifest, InvalidUtf8IsABadLineWithFileAndLine) {
   // Line 2: a Latin-1 'e acute' (0xE9), not UTF-8; line 3: valid UTF-8 'e acute'.
   write_text(dir / "metadata.csv", "a|A|a\nb|Caf\xE9|caf\xE9\nc|Caf\xC3\xA9|caf\xC3\xA9\n");
   BadLines strict("error");
-  try {
-    read_ljspeech(dir.path(), strict);
-    FAIL() << "expected FileError";
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.file(), dir / "metadata.csv");
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(std::string(e.what()).find("invalid UTF-8"), std::string::npos) << e.what();
-  }
+  expect_file_error([&] { read_ljspeech(dir.path(), strict); }, dir / "metadata.csv", 2, "invalid UTF-8");
   BadLines skip("skip");
   auto u = read_ljspeech(dir.path(), skip);
   ASSERT_EQ(u.size(), 2u);
@@ -179,12 +155,7 @@ TEST(Manifest, InvalidUtf8IsABadLineWithFileAndLine) {
   EXPECT_EQ(skip.skipped(), 1);
   write_text(dir / "list.txt", "a.wav|ok\nb.wav|\x80 stray\n");
   BadLines strict_list("error");
-  try {
-    read_filelist(dir / "list.txt", false, 0, "", strict_list);
-    FAIL() << "expected FileError";
-  } catch (const monoflow::FileError& e) {
-    EXPECT_EQ(e.line(), 2);
-  }
+  expect_file_error([&] { read_filelist(dir / "list.txt", false, 0, "", strict_list); }, "", 2, "");
 }
 
 }  // namespace

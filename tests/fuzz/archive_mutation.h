@@ -54,4 +54,13 @@ inline std::vector<std::string> pickle_dictionary() {
           bytes_of("X\x03\x00\x00\x00""cpu")};
 }
 
+// Sets a torch.save-archive target's mutations: pickle tokens for the byte mutator, and one
+// record mutated with the archive rebuilt (valid CRCs) for the structure-aware step.
+inline void mutate_as_pickle_archive(Target& t) {
+  t.dictionary = pickle_dictionary();
+  t.mutate_structure = [](const std::string& input, Rng& rng) {
+    return mutate_one_record(input, pickle_dictionary(), rng);
+  };
+}
+
 }  // namespace monoflow::fuzz

@@ -98,10 +98,7 @@ int main(int argc, char** argv) {
   const std::string good = t.seeds[0];
   t.seeds.push_back(train::testing::replace_in_pickle(good, std::string("K\x05(K\x03t", 6), train::testing::binint(1000000) + "(K\x03t"));
   t.seeds.push_back(train::testing::replace_in_pickle(good, "K\x0dtQ", train::testing::binint(1000000) + "tQ"));
-  t.dictionary = fuzz::pickle_dictionary();
-  t.mutate_structure = [](const std::string& input, fuzz::Rng& rng) {
-    return fuzz::mutate_one_record(input, fuzz::pickle_dictionary(), rng);
-  };
+  fuzz::mutate_as_pickle_archive(t);
   t.run = run;
   t.fixed_cases = [] {
     fuzz::expect_user_error([] { train::read_checkpoint_state(dir()); }, "a directory as the checkpoint");

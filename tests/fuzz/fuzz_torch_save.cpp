@@ -67,10 +67,7 @@ int main(int argc, char** argv) {
   t.seeds.push_back(small);
   t.seeds.push_back(train::testing::replace_in_pickle(small, "tQ" + train::testing::binint(0), "tQ" + train::testing::binint(1000000)));
   t.seeds.push_back(train::testing::replace_in_pickle(small, train::testing::binint(10) + "tQ", train::testing::binint(1000) + "tQ"));
-  t.dictionary = fuzz::pickle_dictionary();
-  t.mutate_structure = [](const std::string& input, fuzz::Rng& rng) {
-    return fuzz::mutate_one_record(input, fuzz::pickle_dictionary(), rng);
-  };
+  fuzz::mutate_as_pickle_archive(t);
   t.run = run;
   t.fixed_cases = [] {
     fuzz::expect_user_error([] { models::read_state_dict(dir()); }, "a directory as the weights file");

@@ -295,16 +295,10 @@ TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   const std::string command = "cd " + dir.path() + " && ((" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + train +
                               " > rank0.log 2>&1; echo $? > rank0.rc) & " + env + " RANK=1 LOCAL_RANK=1 " + train +
                               " > rank1.log 2>&1 & echo $! > rank1.pid; wait)";
-  std::thread killer([&] {
-    for (int i = 0; i < 6000; ++i) {
-      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    // Rank 1 runs without timeout(1), which would signal it a second time (a second signal
-    // exits at once); rank 0's timeout ends rank 1 too should the test go wrong.
-    const int pid = std::atoi(testing::read_text(dir / "rank1.pid").c_str());
-    if (pid > 0) ::kill(pid, SIGTERM);
-  });
+  // Rank 1 runs without timeout(1), which would signal it a second time (a second signal
+  // exits at once); rank 0's timeout ends rank 1 too should the test go wrong.
+  std::thread killer =
+      testing::signal_at_step_two(run_dir, [&] { return testing::pid_in(dir / "rank1.pid"); }, SIGTERM);
   int status = 0;
   testing::run_command(command, &status);
   killer.join();

@@ -11,12 +11,17 @@ torch::Tensor magnitude_of(const torch::Tensor& wave, const GriffinLimOptions& o
       .abs();
 }
 
-TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
+// A window of n_fft samples, hop n_fft / 4.
+GriffinLimOptions small_options(int n_fft, int iterations) {
   GriffinLimOptions o;
-  o.n_fft = 256;
-  o.hop_length = 64;
-  o.win_length = 256;
-  o.iterations = 32;
+  o.n_fft = o.win_length = n_fft;
+  o.hop_length = n_fft / 4;
+  o.iterations = iterations;
+  return o;
+}
+
+TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
+  const GriffinLimOptions o = small_options(256, 32);
   const double rate = 8000;
   const torch::Tensor t = torch::arange(4000, torch::kFloat64) / rate;
   const torch::Tensor wave = (0.5 * torch::sin(2 * M_PI * 440 * t) + 0.25 * torch::sin(2 * M_PI * 1250 * t)).to(torch::kFloat32);
@@ -41,11 +46,7 @@ TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
 }
 
 TEST(GriffinLim, SameSeedSameAudioAndGlobalRngUntouched) {
-  GriffinLimOptions o;
-  o.n_fft = 64;
-  o.hop_length = 16;
-  o.win_length = 64;
-  o.iterations = 4;
+  const GriffinLimOptions o = small_options(64, 4);
   const torch::Tensor mag = torch::rand({33, 20}) + 0.1;
   torch::manual_seed(7);
   const torch::Tensor expected_next = torch::rand({3});

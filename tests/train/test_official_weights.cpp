@@ -38,10 +38,7 @@ RunSummary run(const Config& c, const std::string& init_from, const std::string&
   RunOptions o;
   o.init_from = init_from;
   o.resume = resume;
-  o.config_yaml = to_yaml(c);
-  o.quiet = true;
-  clear_stop_request();
-  return train(c, o);
+  return testing::run_with(c, o);
 }
 
 // The steps of metrics.jsonl's training lines, and whether each loss was finite.

@@ -158,14 +158,8 @@ TEST(Trainer, SigtermSavesACheckpointAndStops) {
   const std::string run_dir = dir / "run";
   const Config c = testing::tiny_config(corpus(), run_dir, 1000, {"train.checkpoint_interval=1000",
                                                                    "train.val_interval=0"});
-  std::thread killer([&] {
-    // After the first logged step the handler is installed: send SIGTERM to ourselves.
-    for (int i = 0; i < 6000; ++i) {
-      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::kill(::getpid(), SIGTERM);
-  });
+  // After the first logged step the handler is installed: SIGTERM to ourselves.
+  std::thread killer = testing::signal_at_step_two(run_dir, [] { return ::getpid(); }, SIGTERM);
   const RunSummary s = run(c);
   killer.join();
   EXPECT_TRUE(s.interrupted);
@@ -329,14 +323,8 @@ TEST(TrainCli, ASignalStopsWithACheckpointAndExits128PlusTheSignal) {
   // it within 60 s in any case, so the run ends).
   const std::string command = "cd " + dir.path() + " && (" + train +
                               " > train.log 2>&1 & echo $! > train.pid; wait $!; echo $? > train.rc)";
-  std::thread killer([&] {
-    for (int i = 0; i < 6000; ++i) {
-      if (testing::read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    const int pid = std::atoi(testing::read_text(dir / "train.pid").c_str());
-    if (pid > 0) ::kill(pid, SIGINT);
-  });
+  std::thread killer =
+      testing::signal_at_step_two(run_dir, [&] { return testing::pid_in(dir / "train.pid"); }, SIGINT);
   int status = 0;
   testing::run_command(command, &status);
   killer.join();

@@ -2,14 +2,17 @@
 #pragma once
 
 #include <ftw.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <chrono>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/error.h"
 
@@ -66,5 +69,21 @@ inline std::string run_command(const std::string& command, int* status) {
   *status = ::pclose(pipe);
   return out;
 }
+
+// A thread that sends `signal` to process pid() as soon as run_dir's metrics.jsonl has logged
+// step 2 (or after 60 s); join it once the run has ended.
+inline std::thread signal_at_step_two(const std::string& run_dir, std::function<int()> pid, int signal) {
+  return std::thread([run_dir, pid = std::move(pid), signal] {
+    for (int i = 0; i < 6000; ++i) {
+      if (read_text(run_dir + "/metrics.jsonl").find("\"step\":2,") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const int target = pid();
+    if (target > 0) ::kill(target, signal);
+  });
+}
+
+// The pid a shell command wrote to `file` (`echo $! > file`), 0 if none.
+inline int pid_in(const std::string& file) { return std::atoi(read_text(file).c_str()); }
 
 }  // namespace monoflow::train::testing

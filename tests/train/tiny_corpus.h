@@ -75,15 +75,20 @@ inline Config tiny_config(const std::string& corpus, const std::string& run_dir,
   return parse_config(tiny_config_yaml(corpus, run_dir, max_steps), "tiny.yaml", overrides);
 }
 
-// A quiet training run of c (its YAML as the run's config), with a cleared stop request.
-inline RunSummary run(const Config& c, const std::string& resume = "", bool force_new = false) {
-  RunOptions o;
-  o.resume = resume;
-  o.force_new = force_new;
+// A quiet training run of c (its YAML as the run's config), with a cleared stop request; `o`
+// gives the rest (resume, init_from, ...).
+inline RunSummary run_with(const Config& c, RunOptions o) {
   o.config_yaml = to_yaml(c);
   o.quiet = true;
   clear_stop_request();
   return train(c, o);
+}
+
+inline RunSummary run(const Config& c, const std::string& resume = "", bool force_new = false) {
+  RunOptions o;
+  o.resume = resume;
+  o.force_new = force_new;
+  return run_with(c, o);
 }
 
 }  // namespace monoflow::train::testing

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "data/text/symbols.h"
 #include "data/text/utf8.h"
 
@@ -40,13 +41,6 @@ std::string remove_alternative_marks(const std::string& word) {
     ++i;
   }
   return out;
-}
-
-std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n\f\v";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
 }  // namespace

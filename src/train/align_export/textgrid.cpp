@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/strings.h"
 #include "train/log/metrics_log.h"
 
 namespace monoflow::train {
@@ -94,11 +95,6 @@ class Reader {
   }
 
  private:
-  static std::string trim(const std::string& s) {
-    const size_t b = s.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-  }
   static std::string squeeze(const std::string& s) {
     std::string out;
     for (const char c : s) {
