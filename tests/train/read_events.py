@@ -18,23 +18,24 @@ def main(logdir):
     out = {"scalars": {}, "images": {}, "audio": {}}
     for tag in tags["scalars"]:
         out["scalars"][tag] = [[e.step, e.value] for e in acc.Scalars(tag)]
+
+    def blobs(tag, events, payload, fields):
+        # Each event's encoded bytes to <tag>.<step>.bin beside the log, with its fields.
+        rows = []
+        for e in events:
+            name = os.path.join(logdir, "%s.%d.bin" % (tag.replace("/", "_"), e.step))
+            with open(name, "wb") as f:
+                f.write(payload(e))
+            rows.append(dict(step=e.step, file=name, **fields(e)))
+        return rows
+
     for tag in tags["images"]:
-        rows = []
-        for e in acc.Images(tag):
-            name = os.path.join(logdir, "%s.%d.bin" % (tag.replace("/", "_"), e.step))
-            with open(name, "wb") as f:
-                f.write(e.encoded_image_string)
-            rows.append({"step": e.step, "width": e.width, "height": e.height, "file": name})
-        out["images"][tag] = rows
+        out["images"][tag] = blobs(tag, acc.Images(tag), lambda e: e.encoded_image_string,
+                                   lambda e: {"width": e.width, "height": e.height})
     for tag in tags["audio"]:
-        rows = []
-        for e in acc.Audio(tag):
-            name = os.path.join(logdir, "%s.%d.bin" % (tag.replace("/", "_"), e.step))
-            with open(name, "wb") as f:
-                f.write(e.encoded_audio_string)
-            rows.append({"step": e.step, "sample_rate": e.sample_rate, "frames": e.length_frames,
-                         "content_type": e.content_type, "file": name})
-        out["audio"][tag] = rows
+        out["audio"][tag] = blobs(tag, acc.Audio(tag), lambda e: e.encoded_audio_string,
+                                  lambda e: {"sample_rate": e.sample_rate, "frames": e.length_frames,
+                                             "content_type": e.content_type})
     print(json.dumps(out))
 
 

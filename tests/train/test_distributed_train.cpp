@@ -224,10 +224,7 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   const std::string corpus = dir / "corpus";
   testing::write_tiny_corpus(corpus);
   const std::string run_dir = dir / "run";
-  {
-    std::ofstream y(dir / "tiny.yaml");
-    y << testing::tiny_config_yaml(corpus, run_dir, 4);
-  }
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus, run_dir, 4);
   const std::string launch = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/launch.sh";
   const std::string command = "MASTER_PORT=" + std::to_string(free_port()) +
                               " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " +
@@ -284,10 +281,7 @@ TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   const std::string corpus = dir / "corpus";
   testing::write_tiny_corpus(corpus);
   const std::string run_dir = dir / "run";
-  {
-    std::ofstream y(dir / "tiny.yaml");
-    y << testing::tiny_config_yaml(corpus, run_dir, 1000);
-  }
+  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus, run_dir, 1000);
   std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) +
                     " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1";
   const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
