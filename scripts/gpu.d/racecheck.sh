@@ -27,24 +27,25 @@ for tool in memcheck racecheck synccheck; do
   printf '%-10s exit %s, %s s, test passed: %s, %s\n' $tool $code $(($(date +%s) - start)) "$passed" "$summary"
   [ $code -eq 0 ] || [ $tool = racecheck ] || rc=1
 done
-# racecheck's hazards by (access, line) pair: "Write at ... file:line" followed by the other
-# access's location.
-grep -m 4 -A1 "Race reported" "$S/racecheck.txt" | cut -c1-200
+# racecheck's hazards by kind and (access, function, line) pair. Its reports read
+#   Error: Potential RAW hazard detected at __shared__ 0x400 in block (0,0,0) :
+#       Write Thread (31,0,0) at ...::fused_chunk<...>(...)+0x7e10 in mas_fast_fused.cu:205
+#       Read Thread (32,0,0) at ...::fused_chunk<...>(...)+0x35c0 in mas_fast_fused.cu:181
 python3 - "$S/racecheck.txt" <<'PY'
 import collections, re, sys
-pairs, cur = collections.Counter(), None
-for line in open(sys.argv[1], errors="replace"):
-    m = re.search(r"(Error|Warning): Race reported between (\w+) access at (.+?):(\d+)", line)
-    if m:
-        cur = (m.group(2), f"{m.group(3).split('/')[-1].split(' ')[-1]}:{m.group(4)}")
+lines = open(sys.argv[1], errors="replace").read().split("\n")
+access = re.compile(r"(Read|Write) Thread \(\d+,\d+,\d+\) at (.*?)\+0x[0-9a-f]+ in (\S+):(\d+)")
+pairs = collections.Counter()
+for i, line in enumerate(lines[:-2]):
+    m = re.search(r"Potential (\w+) hazard detected", line)
+    a, b = access.search(lines[i + 1]), access.search(lines[i + 2])
+    if not (m and a and b):
         continue
-    m = re.search(r"and (\w+) access at (.+?):(\d+)", line)
-    if m and cur:
-        pairs[(cur, (m.group(1), f"{m.group(2).split('/')[-1].split(' ')[-1]}:{m.group(3)}"))] += 1
-        cur = None
-print(f"racecheck hazard reports by location pair ({sum(pairs.values())} in all):")
-for ((a, la), (b, lb)), n in pairs.most_common(20):
-    print(f"  {n:6d}  {a:5s} {la:32s} vs {b:5s} {lb}")
+    name = lambda x: "%s %s %s:%s" % (x[1], re.sub(r".*::", "", x[2].split("(")[0]).rstrip("<"), x[3], x[4])
+    pairs[(m[1], name(a), name(b))] += 1
+print("racecheck hazards by pair (%d in all):" % sum(pairs.values()))
+for (kind, a, b), n in pairs.most_common(20):
+    print("  %6d  %s  %-40s vs %s" % (n, kind, a, b))
 PY
 echo "== memcheck over the MAS CUDA suite"
 start=$(date +%s)
