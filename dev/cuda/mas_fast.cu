@@ -129,50 +129,31 @@ __global__ void __launch_bounds__(32) forward_v1(const float* __restrict__ logp,
   const int lane = threadIdx.x;
   WarpTask t;
   if (!take_task<K>(t, logp, max_text, max_mel, text_lengths, mel_lengths, layout, ws, lane)) return;
-  const int x = t.x0 + lane * K;
   float q[K], check[K];
-#pragma unroll
-  for (int j = 0; j < K; ++j) q[j] = neg_inf, check[j] = 0.0f;
+  start_rows<K>(q, check, neg_inf);
   float up[36], up_next[36], out[32];
   if (t.w == 0) virtual_boundary(up, t.y_first, neg_inf);
   else if (lane == 31) fetch_boundary(up, t, t.y_first);
 
-  constexpr int kTile = 32 * K * 32;
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < t.chunks) load_tile<K, VEC>(tiles + s * kTile, t.item, max_mel, t.x0, t.y_first + 32 * s,
-                                        t.text_len, t.mel_len, lane);
-    cp_async_commit();
-  }
+  for (int s = 0; s < kStages - 1; ++s) issue_tile<K, VEC>(tiles, t, max_mel, s, lane);
   for (int i = 0; i < t.chunks; ++i) {
     MONOFLOW_TRACE(t.b, t.w, i, lane)
     const int y0 = t.y_first + 32 * i;
-    if (i + kStages - 1 < t.chunks) {
-      load_tile<K, VEC>(tiles + ((i + kStages - 1) % kStages) * kTile, t.item, max_mel, t.x0,
-                        y0 + 32 * (kStages - 1), t.text_len, t.mel_len, lane);
-    }
-    cp_async_commit();
+    issue_tile<K, VEC>(tiles, t, max_mel, i + kStages - 1, lane);
     if (i + 1 < t.chunks) {
       if (t.w == 0) virtual_boundary(up_next, y0 + 32, neg_inf);
       else if (lane == 31) fetch_boundary(up_next, t, y0 + 32);
     }
-    cp_async_wait<kStages - 1>();
-    __syncwarp();
-    uint32_t word[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) word[j] = 0;
-    const float* tile = tiles + (i % kStages) * kTile;
-    if (y0 >= t.x0 + 32 * K && y0 + 31 <= t.band_width + t.x0) {
-      chunk_v1<K, false>(tile, q, up, out, word, check, lane, x, y0, t.band_width, t.text_len, neg_inf);
+    const float* tile = await_tile<K>(tiles, i);
+    uint32_t word[K] = {};
+    if (inner_chunk<K>(t, y0)) {
+      chunk_v1<K, false>(tile, q, up, out, word, check, lane, t.x, y0, t.band_width, t.text_len, neg_inf);
     } else {
-      chunk_v1<K, true>(tile, q, up, out, word, check, lane, x, y0, t.band_width, t.text_len, neg_inf);
+      chunk_v1<K, true>(tile, q, up, out, word, check, lane, t.x, y0, t.band_width, t.text_len, neg_inf);
     }
     __syncwarp();  // the stage is refilled next iteration
-    uint32_t* dst = t.bits + static_cast<int64_t>(y0 >> 5) * layout.padded_text;
-#pragma unroll
-    for (int j = 0; j < K; j += 4) {
-      *reinterpret_cast<uint4*>(dst + j) = make_uint4(word[j], word[j + 1], word[j + 2], word[j + 3]);
-    }
+    store_bits<K>(t, y0, layout.padded_text, word);
     if (lane == 31 && t.publishes) {
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
@@ -184,10 +165,7 @@ __global__ void __launch_bounds__(32) forward_v1(const float* __restrict__ logp,
 #pragma unroll
     for (int k = 0; k < 36; ++k) up[k] = up_next[k];
   }
-  float bad = 0.0f;
-#pragma unroll
-  for (int j = 0; j < K; ++j) bad += check[j];
-  if (bad != 0.0f) atomicMax(&ws[1], layout.batch - t.b);
+  report_non_finite<K>(check, ws, layout.batch, t.b);
 }
 
 // ---------------------------------------------------------------------------------------

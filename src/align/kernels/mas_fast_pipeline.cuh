@@ -25,6 +25,7 @@ constexpr int kStages = 3;  // tile stages in flight per warp
 // What every forward version needs to know about its warp's share of the work.
 struct WarpTask {
   int b, w, x0;
+  int x;                   // this lane's first row: x0 + lane * K
   int text_len, band_width;
   int y_first, chunks;
   int up_last;             // last column the previous warp publishes
@@ -42,6 +43,13 @@ struct WarpTask {
 // Bound on hand-over polls (each an L2 round trip, about a microsecond): a wait this long
 // means a bug; giving up turns a hang into an error the host reports.
 constexpr int kMaxPolls = 1 << 20;
+
+// Before the first column: no path yet (neg_inf) and nothing non-finite seen.
+template <int K>
+__device__ __forceinline__ void start_rows(float (&q)[K], float (&check)[K], float neg_inf) {
+#pragma unroll
+  for (int j = 0; j < K; ++j) q[j] = neg_inf, check[j] = 0.0f;
+}
 
 // Takes a ticket and maps it to (item, warp); false when the warp has no rows to do.
 template <int K>
@@ -63,6 +71,7 @@ __device__ __forceinline__ bool take_task(WarpTask& t, const float* logp, int ma
   }
   t.x0 = t.w * 32 * K;
   if (t.x0 >= t.text_len) return false;
+  t.x = t.x0 + lane * K;
   t.band_width = t.mel_len - t.text_len;
   const int last_row = min(t.x0 + 32 * K, t.text_len) - 1;
   t.y_first = t.x0;
@@ -123,6 +132,50 @@ __device__ __forceinline__ void column_step(float (&q)[K], float (&check)[K], ui
   }
 }
 
+// Issues the copies of chunk c's logp tile into its stage (none past the last chunk) and
+// commits them as one group.
+template <int K, int VEC>
+__device__ __forceinline__ void issue_tile(float* tiles, const WarpTask& t, int max_mel, int c, int lane) {
+  if (c < t.chunks) {
+    load_tile<K, VEC>(tiles + (c % kStages) * (32 * K * 32), t.item, max_mel, t.x0, t.y_first + 32 * c,
+                      t.text_len, t.mel_len, lane);
+  }
+  cp_async_commit();
+}
+
+// Waits for chunk i's tile (the newer groups stay in flight) and returns its stage.
+template <int K>
+__device__ __forceinline__ const float* await_tile(const float* tiles, int i) {
+  cp_async_wait<kStages - 1>();
+  __syncwarp();
+  return tiles + (i % kStages) * (32 * K * 32);
+}
+
+// A chunk wholly inside the band, below the warp's diagonal (no per-cell masking needed).
+template <int K>
+__device__ __forceinline__ bool inner_chunk(const WarpTask& t, int y0) {
+  return y0 >= t.x0 + 32 * K && y0 + 31 <= t.band_width + t.x0;
+}
+
+// The lane's K decision words of the chunk at y0.
+template <int K>
+__device__ __forceinline__ void store_bits(const WarpTask& t, int y0, int padded_text, const uint32_t (&word)[K]) {
+  uint32_t* dst = t.bits + static_cast<int64_t>(y0 >> 5) * padded_text;
+#pragma unroll
+  for (int j = 0; j < K; j += 4) {
+    *reinterpret_cast<uint4*>(dst + j) = make_uint4(word[j], word[j + 1], word[j + 2], word[j + 3]);
+  }
+}
+
+// Flags the item when a non-finite value inside the band reached this lane's checks.
+template <int K>
+__device__ __forceinline__ void report_non_finite(const float (&check)[K], int32_t* ws, int batch, int b) {
+  float bad = 0.0f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) bad += check[j];
+  if (bad != 0.0f) atomicMax(&ws[1], batch - b);
+}
+
 // A 32-column chunk as a rolled loop over 8 groups of 4 columns, the boundary values of the
 // chunk in shared memory (up_s[j] = Q[x0-1][y0-1+j]); lane 31 hands each group's last-row
 // values to `h.publish_group` when a next warp reads them.
@@ -172,10 +225,8 @@ __global__ void __launch_bounds__(32) forward_rolled(const float* __restrict__ l
   const int lane = threadIdx.x;
   WarpTask t;
   if (!take_task<K>(t, logp, max_text, max_mel, text_lengths, mel_lengths, layout, ws, lane)) return;
-  const int x = t.x0 + lane * K;
   float q[K], check[K];
-#pragma unroll
-  for (int j = 0; j < K; ++j) q[j] = neg_inf, check[j] = 0.0f;
+  start_rows<K>(q, check, neg_inf);
   Handover h;
   if (lane == 31) {
     h.prefetch(t, t.y_first, neg_inf);
@@ -183,49 +234,30 @@ __global__ void __launch_bounds__(32) forward_rolled(const float* __restrict__ l
   }
 
 #pragma unroll 1
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < t.chunks) load_tile<K, VEC>(tiles + s * kTile, t.item, max_mel, t.x0, t.y_first + 32 * s,
-                                        t.text_len, t.mel_len, lane);
-    cp_async_commit();
-  }
+  for (int s = 0; s < kStages - 1; ++s) issue_tile<K, VEC>(tiles, t, max_mel, s, lane);
 #pragma unroll 1
   for (int i = 0; i < t.chunks; ++i) {
     MONOFLOW_TRACE(t.b, t.w, i, lane)
     const int y0 = t.y_first + 32 * i;
-    if (i + kStages - 1 < t.chunks) {
-      load_tile<K, VEC>(tiles + ((i + kStages - 1) % kStages) * kTile, t.item, max_mel, t.x0,
-                        y0 + 32 * (kStages - 1), t.text_len, t.mel_len, lane);
-    }
-    cp_async_commit();
+    issue_tile<K, VEC>(tiles, t, max_mel, i + kStages - 1, lane);
     const bool more = i + 1 < t.chunks;
     if (more && lane == 31) h.prefetch(t, y0 + 32, neg_inf);  // in flight during this chunk
-    cp_async_wait<kStages - 1>();
-    __syncwarp();
-    uint32_t word[K];
-#pragma unroll
-    for (int j = 0; j < K; ++j) word[j] = 0;
-    const float* tile = tiles + (i % kStages) * kTile;
+    const float* tile = await_tile<K>(tiles, i);
+    uint32_t word[K] = {};
     const float* ups = up_s + (i & 1) * 32;
-    if (y0 >= t.x0 + 32 * K && y0 + 31 <= t.band_width + t.x0) {
-      chunk_rolled<K, false>(tile, ups, q, word, check, lane, x, y0, t, neg_inf, h);
+    if (inner_chunk<K>(t, y0)) {
+      chunk_rolled<K, false>(tile, ups, q, word, check, lane, t.x, y0, t, neg_inf, h);
     } else {
-      chunk_rolled<K, true>(tile, ups, q, word, check, lane, x, y0, t, neg_inf, h);
+      chunk_rolled<K, true>(tile, ups, q, word, check, lane, t.x, y0, t, neg_inf, h);
     }
-    uint32_t* dst = t.bits + static_cast<int64_t>(y0 >> 5) * layout.padded_text;
-#pragma unroll
-    for (int j = 0; j < K; j += 4) {
-      *reinterpret_cast<uint4*>(dst + j) = make_uint4(word[j], word[j + 1], word[j + 2], word[j + 3]);
-    }
+    store_bits<K>(t, y0, layout.padded_text, word);
     if (lane == 31) {
       if (t.publishes) h.publish_chunk(t, y0, K);
       if (more) h.stage(up_s + ((i + 1) & 1) * 32, t, y0 + 32);
     }
     __syncwarp();  // the tile stage is refilled next iteration
   }
-  float bad = 0.0f;
-#pragma unroll
-  for (int j = 0; j < K; ++j) bad += check[j];
-  if (bad != 0.0f) atomicMax(&ws[1], layout.batch - t.b);
+  report_non_finite<K>(check, ws, layout.batch, t.b);
 }
 
 // Shared memory of forward_rolled: the tile stages and two chunks' boundary values.
