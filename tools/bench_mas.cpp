@@ -1,7 +1,9 @@
 // bench_mas: the MAS grid of docs/design.md ("Benchmark specifications: MAS grid"; float32
 // logp ~ N(0,1) on the GPU, S = 4T, B in {16, 32}, T in {128, ..., 2048}, full lengths, plus
-// one random-lengths run), a training-batch point (LJSpeech-shaped lengths), and cuda-fast
-// variants. Median ms per backend; the cpu backend is timed with its host/device copies.
+// one random-lengths run), a training-batch point (the training-step benchmark's first batch,
+// common/synthetic_batch.h), and the cuda-fast kernels forced one by one (align/mas_tuning.h;
+// the versions production no longer runs are timed by dev/cuda/mas_fast.cu). Median ms per
+// backend; the cpu backend is timed with its host/device copies.
 // Prints a table and CSV (backend,B,T,S,ms); variants and special runs carry a [tag] in the
 // backend column, its parts joined by "+" so that the CSV keeps five fields.
 #include <algorithm>
@@ -16,11 +18,14 @@
 #include <torch/torch.h>
 
 #include "align/mas.h"
+#include "align/mas_tuning.h"
 #include "cli_main.h"
+#include "common/synthetic_batch.h"
 
 namespace {
 
 using monoflow::align::Backend;
+using monoflow::align::FastMasTuning;
 using monoflow::align::MasOptions;
 
 struct Args {
@@ -86,17 +91,13 @@ Input random_length_input(int64_t batch, int64_t text, int64_t mel) {
   return in;
 }
 
-// LJSpeech-shaped batch (docs/design.md, "Benchmark specifications: Training step"): text
-// lengths uniform in [60, 180], mel = round(text * 5.6 * U(0.85, 1.15)) capped at 1000.
-Input training_input(int64_t batch) {
-  torch::Tensor t = torch::randint(60, 181, {batch}, torch::kInt64);
-  torch::Tensor s = torch::round(t.to(torch::kFloat64) * 5.6 *
-                                 (torch::rand({batch}, torch::kFloat64) * 0.3 + 0.85))
-                        .to(torch::kInt64)
-                        .clamp_max(1000);
-  Input in = full_input(batch, t.max().item<int64_t>(), s.max().item<int64_t>());
-  in.text_lengths = t.cuda();
-  in.mel_lengths = s.cuda();
+// The training-step benchmark's first batch (common/synthetic_batch.h, seed 1234): its
+// LJSpeech-shaped lengths, logp ~ N(0, 1) as elsewhere.
+Input training_input(int batch) {
+  const monoflow::SyntheticLengths l = monoflow::SyntheticBatches(monoflow::kSyntheticSeed).next_lengths(batch);
+  Input in = full_input(batch, l.max_text(), l.max_mel());
+  in.text_lengths = torch::tensor(l.text, torch::kInt64).cuda();
+  in.mel_lengths = torch::tensor(l.mel, torch::kInt64).cuda();
   return in;
 }
 
@@ -108,14 +109,14 @@ double median(std::vector<double> v) {
 // Median wall milliseconds of maximum_path, GPU synchronised around each call. `cuda`
 // works in place, so every call gets a fresh copy of logp, made outside the timing.
 double time_backend(const Input& in, MasOptions options, int repeats, int warmup,
-                    torch::Tensor* durations) {
+                    torch::Tensor* durations, const FastMasTuning& tuning = {}) {
   torch::Tensor work = in.logp.clone();
   std::vector<double> ms;
   for (int i = 0; i < warmup + repeats; ++i) {
     work.copy_(in.logp);
     torch::cuda::synchronize();
     const auto start = std::chrono::steady_clock::now();
-    auto result = monoflow::align::maximum_path(work, in.text_lengths, in.mel_lengths, options);
+    auto result = monoflow::align::maximum_path(work, in.text_lengths, in.mel_lengths, options, tuning);
     torch::cuda::synchronize();
     const auto stop = std::chrono::steady_clock::now();
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
@@ -175,20 +176,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "  %-32s B=%-3lld T=%-5lld S=%-6lld %10.3f ms %s\n",
                      rows.back().backend.c_str(), (long long)batch, (long long)text,
                      (long long)mel, ms, note.c_str());
-        if (backend == Backend::kCudaFast) {  // variants: rows per lane, durations only
+        if (backend == Backend::kCudaFast) {  // kernels and rows per lane (mas_tuning.h), durations only
           const std::string prefix = name + "[" + (tag.empty() ? "" : tag + "+");
           struct Variant {
             const char* label;
-            int rows_per_lane, kernel;
+            FastMasTuning tuning;
           };
-          for (const Variant& v : {Variant{"K4", 4, 0}, Variant{"K8", 8, 0}, Variant{"v1-unrolled+K4", 4, 1},
-                                   Variant{"v3-tagged", 0, 3}, Variant{"v3-tagged+K8", 8, 3},
-                                   Variant{"v4-fused+K2", 2, 4}, Variant{"v4-fused+K4", 4, 4}}) {
-            o.fast_rows_per_lane = v.rows_per_lane;
-            o.fast_variant = v.kernel;
-            if (v.kernel == 1 && mel % 4 != 0) continue;
+          for (const Variant& v : {Variant{"K4", {0, 4}}, Variant{"K8", {0, 8}}, Variant{"v3-tagged", {3, 0}},
+                                   Variant{"v3-tagged+K8", {3, 8}}, Variant{"v4-fused+K2", {4, 2}},
+                                   Variant{"v4-fused+K4", {4, 4}}}) {
             try {
-              const double vms = time_backend(in, o, repeats, warmup, &durations);
+              const double vms = time_backend(in, o, repeats, warmup, &durations, v.tuning);
               rows.push_back({prefix + v.label + "]", batch, text, mel, vms,
                               torch::equal(durations, reference) ? "same" : "DIFFERENT"});
             } catch (const monoflow::UserError& e) {
@@ -200,8 +198,6 @@ int main(int argc, char** argv) {
               std::fprintf(stderr, "%s: %s\n", rows.back().backend.c_str(), e.what());
             }
           }
-          o.fast_rows_per_lane = 0;
-          o.fast_variant = 0;
           o.want_path = false;
           const double dms = time_backend(in, o, repeats, warmup, &durations);
           rows.push_back({prefix + "durations-only]", batch,

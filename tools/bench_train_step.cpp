@@ -18,6 +18,7 @@
 
 #include "align/mas.h"
 #include "cli_main.h"
+#include "common/synthetic_batch.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "train/distributed/distributed.h"
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
                           : split(modes_arg);
     // Each rank its own batches (rank 0's are the single-process benchmark's).
     const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels,
-                                                  o.seed + 7919ULL * static_cast<uint64_t>(dist.rank()));
+                                                  synthetic_rank_seed(o.seed, dist.rank()));
     std::ostringstream csv;
     csv << train::csv_header() << "\n";
     if (main_rank) {

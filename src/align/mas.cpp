@@ -1,8 +1,11 @@
 // Backend names, availability and dispatch of maximum_path.
 #include "align/mas.h"
 
+#include <utility>
+
 #include "align/mas_checks.h"
 #include "align/mas_cpu.h"
+#include "align/mas_tuning.h"
 #include "common/error.h"
 #ifdef MONOFLOW_HAS_CUDA
 #include "align/mas_cuda.h"
@@ -37,6 +40,12 @@ bool backend_available(Backend backend) {
 
 MasResult maximum_path(torch::Tensor logp, const torch::Tensor& text_lengths,
                        const torch::Tensor& mel_lengths, const MasOptions& options) {
+  return maximum_path(std::move(logp), text_lengths, mel_lengths, options, FastMasTuning{});
+}
+
+MasResult maximum_path(torch::Tensor logp, const torch::Tensor& text_lengths,
+                       const torch::Tensor& mel_lengths, const MasOptions& options,
+                       const FastMasTuning& tuning) {
   if (!backend_available(options.backend)) {
 #ifdef MONOFLOW_HAS_CUDA
     const char* why = "no CUDA device is present";
@@ -52,7 +61,7 @@ MasResult maximum_path(torch::Tensor logp, const torch::Tensor& text_lengths,
 #ifdef MONOFLOW_HAS_CUDA
     case Backend::kCuda: return maximum_path_cuda(logp, text_lengths, mel_lengths, options);
     case Backend::kCudaFast:
-      return maximum_path_cuda_fast(logp, text_lengths, mel_lengths, options);
+      return maximum_path_cuda_fast(logp, text_lengths, mel_lengths, options, tuning);
 #else
     default: break;
 #endif

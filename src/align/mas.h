@@ -36,9 +36,6 @@ struct MasOptions {
   bool want_path = true;       // dense [B,T,S] path
   torch::Dtype path_dtype = torch::kFloat32;
   bool want_durations = true;  // [B,T] int32 frames per token (0 on padded tokens)
-  int fast_rows_per_lane = 0;  // cuda-fast tuning: text rows per GPU lane, 2 (v4 only), 4 or 8; 0 = by shape
-  int fast_variant = 0;        // cuda-fast kernel version: 1-3 (kernels/mas_fast_forward.cu), 4 (fused,
-                               // kernels/mas_fast_fused.cu); 0 = fastest measured that applies
   // CUDA backends: where to leave the error flags instead of reading them back. When defined
   // (int32 [kMasFlagCount] on logp's device) the call never waits for the GPU, so it can be
   // captured in a CUDA graph: it writes this call's flags there (see MasFlag) and the caller

@@ -90,13 +90,13 @@ void finish_flags(const torch::Tensor& flags, const MasOptions& options, cudaStr
               max_text, max_mel);
 }
 
-// Rows per lane for the v1-v3 kernels (4 or 8).
-int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text) {
-  if (options.fast_rows_per_lane != 0) {
-    if (options.fast_rows_per_lane == 2) {
-      throw UserError("maximum_path: fast_rows_per_lane 2 exists for cuda-fast variant 4 only");
+// Rows per lane for the split kernels (v3; 4 or 8).
+int rows_per_lane_for(const FastMasTuning& tuning, int64_t batch, int64_t max_text) {
+  if (tuning.rows_per_lane != 0) {
+    if (tuning.rows_per_lane == 2) {
+      throw UserError("maximum_path: rows_per_lane 2 exists for cuda-fast kernel 4 (fused) only");
     }
-    return options.fast_rows_per_lane;
+    return tuning.rows_per_lane;
   }
   // K=4 while its warps (one per block) all fit on the GPU at once: 4 per SM with 3 stages
   // of 16 KB tiles. Beyond that, K=8 halves the warp count.
@@ -105,39 +105,43 @@ int rows_per_lane_for(const MasOptions& options, int64_t batch, int64_t max_text
   return warps_k4 <= 4 * sms ? 4 : 8;
 }
 
-void check_tuning(const MasOptions& options) {
-  if (options.fast_rows_per_lane != 0 && options.fast_rows_per_lane != 2 &&
-      options.fast_rows_per_lane != 4 && options.fast_rows_per_lane != 8) {
-    throw UserError("maximum_path: fast_rows_per_lane must be 0 (automatic), 2, 4 or 8, got " +
-                    std::to_string(options.fast_rows_per_lane));
+void check_tuning(const FastMasTuning& tuning) {
+  if (tuning.rows_per_lane != 0 && tuning.rows_per_lane != 2 && tuning.rows_per_lane != 4 &&
+      tuning.rows_per_lane != 8) {
+    throw UserError("maximum_path: rows_per_lane must be 0 (automatic), 2, 4 or 8, got " +
+                    std::to_string(tuning.rows_per_lane));
   }
-  if (options.fast_variant < 0 || options.fast_variant > 4) {
-    throw UserError("maximum_path: fast_variant must be 0 (automatic) or 1-4, got " +
-                    std::to_string(options.fast_variant));
+  if (tuning.kernel == 1 || tuning.kernel == 2) {
+    throw UserError("maximum_path: cuda-fast kernels 1 and 2 are not in production; "
+                    "dev/cuda/mas_fast.cu runs them");
+  }
+  if (tuning.kernel != 0 && tuning.kernel != 3 && tuning.kernel != 4) {
+    throw UserError("maximum_path: cuda-fast kernel must be 0 (automatic), 3 or 4, got " +
+                    std::to_string(tuning.kernel));
   }
 }
 
 // The fused v4 layout when v4 is asked for or chosen by default and its block fits the
 // device's shared memory (K=2 first: faster at the training batch), else nothing.
-std::optional<kernels::FastMasLayout> fused_layout_for(const MasOptions& options, int64_t batch,
+std::optional<kernels::FastMasLayout> fused_layout_for(const FastMasTuning& tuning, int64_t batch,
                                                        int64_t max_text, int64_t max_mel) {
-  if (options.fast_variant != 0 && options.fast_variant != 4) return std::nullopt;
+  if (tuning.kernel != 0 && tuning.kernel != 4) return std::nullopt;
   const int64_t limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
   for (const int k : {2, 4}) {
-    if (options.fast_rows_per_lane != 0 && k != options.fast_rows_per_lane) continue;
+    if (tuning.rows_per_lane != 0 && k != tuning.rows_per_lane) continue;
     const auto layout = kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
                                                  static_cast<int>(max_mel), k);
     const int64_t bytes = kernels::fast_mas_fused_smem(layout);
     if (bytes >= 0 && bytes <= limit) return layout;
   }
-  if (options.fast_variant == 4) {
-    throw UserError("maximum_path: cuda-fast variant 4 does not fit this shape (one block per "
-                    "utterance; see kernels/mas_fast_fused.cu); use variant 0 (automatic)");
+  if (tuning.kernel == 4) {
+    throw UserError("maximum_path: cuda-fast kernel 4 does not fit this shape (one block per "
+                    "utterance; see kernels/mas_fast_fused.cu); use kernel 0 (automatic)");
   }
   return std::nullopt;
 }
 
-// v1-v3: workspace resets, the forward kernel, then the walk kernel.
+// The split kernels (v3): workspace resets, the forward kernel, then the walk kernel.
 void run_split_kernels(const torch::Tensor& work, int64_t max_text, int64_t max_mel,
                        const Lengths& tl, const Lengths& ml, const MasOptions& options,
                        const kernels::FastMasLayout& layout, int32_t* ws,
@@ -145,15 +149,10 @@ void run_split_kernels(const torch::Tensor& work, int64_t max_text, int64_t max_
   check_cuda(cudaMemsetAsync(ws, 0, layout.zeroed_ints * sizeof(int32_t), stream), "workspace reset");
   check_cuda(cudaMemsetAsync(ws + layout.boundary_offset, 0, layout.boundary_ints * sizeof(int32_t), stream),
              "boundary reset");
-  const cudaError_t forward =
-      kernels::launch_fast_mas_forward(work.data_ptr<float>(), static_cast<int>(max_text),
-                                       static_cast<int>(max_mel), tl.view, ml.view, options.neg_inf,
-                                       layout, ws, options.fast_variant, stream);
-  if (forward == cudaErrorInvalidValue) {
-    throw UserError("maximum_path: cuda-fast variant " + std::to_string(options.fast_variant) +
-                    " does not support this configuration (see kernels/mas_fast_forward.cu)");
-  }
-  check_cuda(forward, "cuda-fast forward kernel");
+  check_cuda(kernels::launch_fast_mas_forward(work.data_ptr<float>(), static_cast<int>(max_text),
+                                              static_cast<int>(max_mel), tl.view, ml.view,
+                                              options.neg_inf, layout, ws, stream),
+             "cuda-fast forward kernel");
   check_cuda(kernels::launch_fast_mas_walk(static_cast<int>(max_text), static_cast<int>(max_mel),
                                            tl.view, ml.view, layout, ws,
                                            durations.data_ptr<int32_t>(), stream),
@@ -207,7 +206,8 @@ MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_length
 }
 
 MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor& text_lengths,
-                                 const torch::Tensor& mel_lengths, const MasOptions& options) {
+                                 const torch::Tensor& mel_lengths, const MasOptions& options,
+                                 const FastMasTuning& tuning) {
   const c10::cuda::CUDAGuard guard(logp.device());
   const int64_t batch = logp.size(0), max_text = logp.size(1), max_mel = logp.size(2);
   if (batch > 0 && (max_text == 0 || max_mel == 0)) {
@@ -220,19 +220,19 @@ MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor&
     return empty;
   }
   TORCH_CHECK(max_text < (1 << 24) && max_mel < (1 << 24), "maximum_path: shape too large");
-  check_tuning(options);
+  check_tuning(tuning);
   // Read only: logp is never written, so keep_input needs no copy.
   const torch::Tensor work = as_float32(logp);
   const PathFormat format = path_format(options.path_dtype);
   const auto device = logp.device();
   const auto ints = torch::dtype(torch::kInt32).device(device);
   const Lengths tl = device_lengths(text_lengths, device), ml = device_lengths(mel_lengths, device);
-  const std::optional<kernels::FastMasLayout> fused = fused_layout_for(options, batch, max_text, max_mel);
+  const std::optional<kernels::FastMasLayout> fused = fused_layout_for(tuning, batch, max_text, max_mel);
   const auto layout = fused ? *fused
                             : kernels::fast_mas_layout(static_cast<int>(batch), static_cast<int>(max_text),
                                                        static_cast<int>(max_mel),
-                                                       rows_per_lane_for(options, batch, max_text));
-  // v4 uses the flags and the starts only; v1-v3 the whole workspace.
+                                                       rows_per_lane_for(tuning, batch, max_text));
+  // v4 uses the flags and the starts only; the split kernels the whole workspace.
   torch::Tensor workspace =
       torch::empty({fused ? layout.starts_offset + batch * max_text : layout.total_ints}, ints);
   torch::Tensor durations = torch::empty({batch, max_text}, ints);

@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include "align/mas.h"
+#include "align/mas_tuning.h"
 
 namespace monoflow::align {
 
@@ -14,8 +15,10 @@ bool cuda_device_present();
 MasResult maximum_path_cuda(torch::Tensor logp, const torch::Tensor& text_lengths,
                             const torch::Tensor& mel_lengths, const MasOptions& options);
 
-// `cuda-fast`: decision bits, tiled warp-pipelined forward, run-length backtracking.
+// `cuda-fast`: decision bits, tiled warp-pipelined forward, run-length backtracking; the
+// kernel by shape unless `tuning` forces one (tests and bench_mas).
 MasResult maximum_path_cuda_fast(const torch::Tensor& logp, const torch::Tensor& text_lengths,
-                                 const torch::Tensor& mel_lengths, const MasOptions& options);
+                                 const torch::Tensor& mel_lengths, const MasOptions& options,
+                                 const FastMasTuning& tuning);
 
 }  // namespace monoflow::align

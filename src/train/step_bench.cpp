@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/synthetic_batch.h"
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
 #include "train/distributed/gradient_reducer.h"
@@ -25,20 +26,16 @@
 namespace monoflow::train {
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> text_len(60, 180);
-  std::uniform_real_distribution<double> stretch(0.85, 1.15);
+  SyntheticBatches gen(seed);  // the lengths; each batch's tokens and values follow in its stream
+  std::mt19937_64& rng = gen.rng();
   std::uniform_int_distribution<int64_t> token(1, vocab - 1);
   std::normal_distribution<float> mel_value(-5.0f, 2.0f);  // log-mel magnitudes of speech
   std::vector<data::Batch> out;
   for (int i = 0; i < count; ++i) {
-    std::vector<int64_t> t_len(batch_size), m_len(batch_size);
-    for (int b = 0; b < batch_size; ++b) {
-      t_len[b] = text_len(rng);
-      m_len[b] = std::min<int64_t>(1000, std::llround(t_len[b] * 5.6 * stretch(rng)));
-    }
-    const int64_t t_max = *std::max_element(t_len.begin(), t_len.end());
-    const int64_t m_max = *std::max_element(m_len.begin(), m_len.end());
+    const SyntheticLengths lengths = gen.next_lengths(batch_size);
+    const std::vector<int64_t>& t_len = lengths.text;
+    const std::vector<int64_t>& m_len = lengths.mel;
+    const int64_t t_max = lengths.max_text(), m_max = lengths.max_mel();
     data::Batch batch;
     batch.text = torch::zeros({batch_size, t_max}, torch::kInt64);
     batch.mel = torch::zeros({batch_size, n_mels, m_max}, torch::kFloat32);

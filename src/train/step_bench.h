@@ -1,11 +1,10 @@
 // The training-step benchmark of docs/design.md ("Benchmark specifications: Training step"),
 // exactly:
-// synthetic LJSpeech-shaped batches (B = 32; text lengths uniform integers in [60, 180]; mel
-// lengths round(text_len * 5.6 * U(0.85, 1.15)) capped at 1000; vocabulary 148; 80 mel
-// channels), the ljspeech.yaml model, eight batches made once from a fixed seed and cycled,
-// 5 warm-up steps, then the median of 30 timed steps (forward, MAS, backward, clipping,
-// optimizer step) with the device synchronised around each step; per MAS backend and
-// precision. MAS milliseconds are measured right after each timed step by running the same
+// synthetic LJSpeech-shaped batches (B = 32; the lengths of common/synthetic_batch.h;
+// vocabulary 148; 80 mel channels), the ljspeech.yaml model, eight batches made once from a
+// fixed seed and cycled, 5 warm-up steps, then the median of 30 timed steps (forward, MAS,
+// backward, clipping, optimizer step) with the device synchronised around each step; per MAS
+// backend and precision. MAS milliseconds are measured right after each timed step by running the same
 // backend, synchronised, on that step's log-likelihood (the model gives no hook inside its
 // forward); they are not part of a separate step.
 //
@@ -16,8 +15,8 @@
 // step inside a "monoflow_step" range (scripts/profile_summary.py reads it).
 //
 // Data parallelism (docs/design.md, "Two GPUs"): with `distributed` of several ranks every
-// process runs the same benchmark on its own batches (the caller makes them from seed + rank),
-// rank 0's weights are broadcast after DDI, and the gradients are averaged as the trainer does
+// process runs the same benchmark on its own batches (the caller makes them from
+// synthetic_rank_seed(seed, rank)), rank 0's weights are broadcast after DDI, and the gradients are averaged as the trainer does
 // (inside the graph; during backward when eager). Each step is timed on each rank, so a
 // step's time includes waiting for the slower rank; samples/s counts every rank's batch.
 #pragma once
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "align/mas.h"
+#include "common/synthetic_batch.h"
 #include "data/batch.h"
 #include "train/config/config.h"
 #include "train/distributed/distributed.h"
@@ -43,7 +43,7 @@ struct StepBenchOptions {
   int timed_steps = 30;
   int vocab = 148;
   int n_mels = 80;
-  uint64_t seed = 1234;
+  uint64_t seed = kSyntheticSeed;
   std::string profile_path;    // empty: no profile
   int profiled_steps = 3;
   Distributed* distributed = nullptr;  // null or one rank: a single process

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "align/mas.h"
+#include "align/mas_tuning.h"
 #include "common/error.h"
 #include "mas_test_util.h"
 
@@ -34,27 +35,27 @@ struct Variant {
   std::string name;
   Backend backend;
   int rows_per_lane;
-  int fast_variant = 0;
+  int kernel = 0;  // FastMasTuning::kernel
+  FastMasTuning tuning() const { return {kernel, rows_per_lane}; }
 };
 
-// The backends and cuda-fast variants to check at this shape: v1 is kept only for 16-byte
-// aligned rows, where it was measured; v4 (fused, one block per utterance) only where its
-// block fits, which holds up to T=256, S=1100 on every GPU with 227 KB of shared memory per
-// block (K=2: 145 KB there). The K4 and default entries take v4 wherever it fits, v1-v3
-// elsewhere.
+// The backends and cuda-fast kernels to check at this shape: v4 (fused, one block per
+// utterance) only where its block fits, which holds up to T=256, S=1100 on every GPU with
+// 227 KB of shared memory per block (K=2: 145 KB there). The K4 and default entries take v4
+// wherever it fits, v3 (the split kernels) elsewhere; K8 is always v3. The versions production
+// no longer runs (v1, v2) are checked against the CPU reference by dev/cuda/mas_fast.cu
+// (ctest mas_fast_dev_vs_cpu).
 std::vector<Variant> gpu_variants(int64_t max_text, int64_t max_mel) {
   std::vector<Variant> all = {{"cuda", Backend::kCuda, 0},
           {"cuda-fast/default", Backend::kCudaFast, 0},
           {"cuda-fast/K4", Backend::kCudaFast, 4},
           {"cuda-fast/K8", Backend::kCudaFast, 8},
-          {"cuda-fast/v1", Backend::kCudaFast, 4, 1},
-          {"cuda-fast/v2", Backend::kCudaFast, 4, 2},
+          {"cuda-fast/v3-K4", Backend::kCudaFast, 4, 3},
           {"cuda-fast/v4-K2", Backend::kCudaFast, 2, 4},
           {"cuda-fast/v4-K4", Backend::kCudaFast, 4, 4}};
   std::vector<Variant> usable;
   for (const Variant& v : all) {
-    if (v.fast_variant == 1 && max_mel % 4 != 0) continue;
-    if (v.fast_variant == 4 && (max_text > 256 || max_mel > 1100)) continue;
+    if (v.kernel == 4 && (max_text > 256 || max_mel > 1100)) continue;
     usable.push_back(v);
   }
   return usable;
@@ -63,12 +64,10 @@ std::vector<Variant> gpu_variants(int64_t max_text, int64_t max_mel) {
 MasResult run(const Variant& v, const testing::RandomBatch& in, bool keep_input = true) {
   MasOptions o;
   o.backend = v.backend;
-  o.fast_rows_per_lane = v.rows_per_lane;
-  o.fast_variant = v.fast_variant;
   o.keep_input = keep_input;
   const int64_t bytes = in.logp.numel() * 4;
   poison_gpu_memory(2 * bytes + (1 << 20));
-  return maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
+  return maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o, v.tuning());
 }
 
 void expect_same_as_cpu(const testing::RandomBatch& in, const std::string& what) {
@@ -121,10 +120,9 @@ void expect_version_matches_cpu(const testing::RandomBatch& in, int version, int
   const MasResult ref = maximum_path(in.logp, in.text_lengths, in.mel_lengths, cpu);
   MasOptions o;
   o.backend = Backend::kCudaFast;
-  o.fast_variant = version;
-  o.fast_rows_per_lane = rows_per_lane;
   poison_gpu_memory(2 * in.logp.numel() * 4);
-  const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o);
+  const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths.cuda(), in.mel_lengths, o,
+                                   FastMasTuning{version, rows_per_lane});
   ASSERT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << what;
   ASSERT_TRUE(torch::equal(r.path.cpu(), ref.path)) << what;
 }
@@ -188,10 +186,9 @@ TEST_F(MasCuda, HalfPrecisionInputsAndPathDtypes) {
     for (const Variant& v : gpu_variants(in.logp.size(1), in.logp.size(2))) {
       MasOptions o;
       o.backend = v.backend;
-      o.fast_rows_per_lane = v.rows_per_lane;
-      o.fast_variant = v.fast_variant;
       o.path_dtype = torch::kBool;
-      const MasResult r = maximum_path(low.cuda(), in.text_lengths.cuda(), in.mel_lengths.cuda(), o);
+      const MasResult r =
+          maximum_path(low.cuda(), in.text_lengths.cuda(), in.mel_lengths.cuda(), o, v.tuning());
       EXPECT_EQ(r.path.scalar_type(), torch::kBool);
       EXPECT_TRUE(torch::equal(r.path.cpu().to(torch::kFloat32), ref.path)) << v.name;
       EXPECT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << v.name;
@@ -209,20 +206,16 @@ TEST_F(MasCuda, PathDtypesAndDurationsOnly) {
     for (auto dtype : {torch::kUInt8, torch::kFloat16, torch::kInt64, torch::kInt32}) {
       MasOptions o;
       o.backend = v.backend;
-      o.fast_rows_per_lane = v.rows_per_lane;
-      o.fast_variant = v.fast_variant;
       o.keep_input = true;
       o.path_dtype = dtype;
       poison_gpu_memory(1 << 22);
-      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o);
+      const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, v.tuning());
       EXPECT_TRUE(torch::equal(r.path.cpu().to(torch::kFloat32), ref.path)) << v.name;
     }
     MasOptions o;
     o.backend = v.backend;
-    o.fast_rows_per_lane = v.rows_per_lane;
-    o.fast_variant = v.fast_variant;
     o.want_path = false;
-    const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o);
+    const MasResult r = maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, v.tuning());
     EXPECT_FALSE(r.path.defined());
     EXPECT_TRUE(torch::equal(r.durations.cpu(), ref.durations)) << v.name;
   }
@@ -232,10 +225,8 @@ std::string error_of(const Variant& v, const torch::Tensor& logp, const torch::T
                      const torch::Tensor& mel) {
   MasOptions o;
   o.backend = v.backend;
-  o.fast_rows_per_lane = v.rows_per_lane;
-  o.fast_variant = v.fast_variant;
   try {
-    maximum_path(logp.cuda(), text.cuda(), mel.cuda(), o);
+    maximum_path(logp.cuda(), text.cuda(), mel.cuda(), o, v.tuning());
   } catch (const UserError& e) {
     return e.what();
   }
@@ -247,19 +238,20 @@ TEST_F(MasCuda, RejectsUnknownTuningOptions) {
   auto in = random_batch(2, 10, 40, false, gen);
   MasOptions o;
   o.backend = Backend::kCudaFast;
-  o.fast_rows_per_lane = 5;
-  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
-  o.fast_rows_per_lane = 8;
-  o.fast_variant = 1;  // v1 exists for K=4 only
-  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
-  o.fast_variant = 9;
-  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
-  o.fast_variant = 2;
-  o.fast_rows_per_lane = 2;  // K=2 exists for v4 only
-  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o), UserError);
-  o.fast_variant = 4;  // v4 needs one block per utterance: not at T=4096 (33 warps)
+  FastMasTuning t;
+  t.rows_per_lane = 5;
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, t), UserError);
+  t.rows_per_lane = 8;
+  t.kernel = 1;  // v1 is not in production (dev/cuda/mas_fast.cu)
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, t), UserError);
+  t.kernel = 9;
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, t), UserError);
+  t.kernel = 3;
+  t.rows_per_lane = 2;  // K=2 exists for v4 only
+  EXPECT_THROW(maximum_path(in.logp.cuda(), in.text_lengths, in.mel_lengths, o, t), UserError);
+  t.kernel = 4;  // v4 needs one block per utterance: not at T=4096 (33 warps)
   auto long_in = random_batch(1, 4096, 4100, false, gen);
-  EXPECT_THROW(maximum_path(long_in.logp.cuda(), long_in.text_lengths, long_in.mel_lengths, o), UserError);
+  EXPECT_THROW(maximum_path(long_in.logp.cuda(), long_in.text_lengths, long_in.mel_lengths, o, t), UserError);
 }
 
 TEST_F(MasCuda, FusedVariantIsIdenticalToCpuAcrossWarpCounts) {

@@ -1,5 +1,6 @@
-// Device helpers shared by the cuda-fast kernels: asynchronous copies, acquire/release
-// progress counters, the swizzled tile layout, and length reads.
+// Device helpers shared by the cuda-fast kernels (and by the older versions in
+// dev/cuda/mas_fast.cu): asynchronous copies, acquire/release progress counters, the swizzled
+// tile layout, and length reads.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,13 @@ constexpr unsigned kFullMask = 0xffffffffu;
 // Chunk timing for dev/cuda/mas_fast.cu (built with -DMONOFLOW_MAS_TRACE only): clock64()
 // of item 0's warps at the start of each 32-column chunk, [warp][chunk]; the fused kernel
 // also marks when each chunk's tile has arrived (slot kTraceArrival + chunk) and its walk
-// (slots kTraceChunks - 2, start, and - 1, end, of warp 0).
+// (slots kTraceChunks - 2, start, and - 1, end, of warp 0). The harness defines mas_trace;
+// a trace build compiles it with the kernels' .cu files in relocatable device code
+// (-rdc=true, see its header).
 constexpr int kTraceArrival = 256;
 #ifdef MONOFLOW_MAS_TRACE
 constexpr int kTraceWarps = 16, kTraceChunks = 512;
-__device__ long long mas_trace[kTraceWarps * kTraceChunks];
+extern __device__ long long mas_trace[kTraceWarps * kTraceChunks];
 #define MONOFLOW_TRACE(item, warp, slot, lane)                                                    \
   if ((lane) == 0 && (item) == 0 && (warp) < kTraceWarps && (slot) < kTraceChunks) \
     mas_trace[(warp) * kTraceChunks + (slot)] = clock64();

@@ -1,15 +1,16 @@
 // `cuda-fast` v4: forward pass and walk fused, one thread block per utterance.
 //
-// What v4 changes against v1-v3 (mas_fast_forward.cu), each from an ncu profile of v1 at the
-// training batch (B=32, T<=180, S<=1000; H100, 2026-11-22: 96 cycles per column step, one
-// instruction issued every 2.5 cycles):
+// What v4 changes against the split kernels (the warp pipeline of mas_fast_pipeline.cuh: v3 in
+// mas_fast_forward.cu, v1 and v2 in dev/cuda/mas_fast.cu), each from an ncu profile of v1 at
+// the training batch (docs/benchmarks.md, "cuda-fast v4: the whole search in one block per
+// utterance", has the profile's figures):
 // - The W warps of an utterance form one block and hand their last rows over through shared
 //   memory, ordered by CTA-scope release/acquire. v1-v3 used global memory with GPU-scope
 //   acquire loads (each an L1 invalidation, CCTL.IVALL) and a fence per published chunk
-//   (ERRBAR): 15% of the samples.
+//   (ERRBAR), a large share of the samples.
 // - Tile loads: a precomputed source pointer per lane and only rows inside the text length,
-//   about 4 instructions per 16-byte copy. v1's per-copy length tests were 30% of all
-//   instructions executed.
+//   about 4 instructions per 16-byte copy. v1's per-copy length tests were the largest share
+//   of all instructions executed.
 // - The column step has no per-cell branches or index tests outside the band's edges:
 //   logp cells outside the band are replaced by 0 in the edge chunks, which keeps the
 //   scores above the diagonal exactly neg_inf (neg_inf + 0 and max(neg_inf, neg_inf)), so the
@@ -18,18 +19,18 @@
 //   no per-column bit position, so the 32-column chunk is a rolled loop of 4-column groups.
 // - Decision bits stay in shared memory and the block's first warp walks them right after
 //   the forward pass: no second launch, no global round trip of the bits.
-// Applies when the block's shared memory fits (fast_mas_fused_smem); otherwise v1-v3 run.
-// Tried and dropped (dev/cuda/mas_fast.cu, H100, training batch, K=2):
+// Applies when the block's shared memory fits (fast_mas_fused_smem); otherwise v3
+// (mas_fast_forward.cu) and the walk run.
+// Tried and dropped (dev/cuda/mas_fast.cu, training batch, K=2; the timings are in the same
+// section of docs/benchmarks.md):
 // - One bulk copy (TMA, cp.async.bulk) per 128-byte tile row instead of 16-byte cp.async: a
-//   tile then took about 4,100 cycles to arrive per chunk against a 2,000-cycle chunk (the
-//   copy engine handles such small copies slowly); forward 64 -> 115 us.
+//   tile then arrived well after its chunk had started (the copy engine handles such small
+//   copies slowly); the forward pass got slower.
 // - The next tile's cp.async spread over the chunk's column groups instead of one burst
-//   (each copy stalls the warp's issue for about 40 cycles either way): the chunk grew from
-//   about 2,000 to 2,300 cycles; forward 64 -> 73 us.
-// - A walk that loads the three words a next step can need ahead of time: no faster (about
-//   140 cycles per step either way); the walk is bound by its memory instructions' issue
-//   (about 40 cycles each from one thread), so the kept walk has one load and one store per
-//   step.
+//   (each copy stalls the warp's issue either way): the chunk grew.
+// - A walk that loads the three words a next step can need ahead of time: no faster; the walk
+//   is bound by its memory instructions' issue from one thread, so the kept walk has one load
+//   and one store per step.
 //
 // Why the hand-over is race-free. Warps of one block share four things in shared memory:
 // - Tiles: each warp's own stages; cp.async.wait_group and __syncwarp order a stage's copy

@@ -32,7 +32,7 @@ cudaError_t launch_super_mas(float* logp, int batch, int max_text, int max_mel,
 // `cuda-fast` workspace: one int32 buffer, offsets in ints (each 16-byte aligned).
 struct FastMasLayout {
   int batch;
-  int rows_per_lane;    // K: text rows each lane owns (4 or 8)
+  int rows_per_lane;    // K: text rows each lane owns (v4: 2 or 4; the split kernels: 4 or 8)
   int warps_per_item;   // W: ceil(T / (32 K)); one warp (= one block) per 32 K rows
   int padded_text;      // W * 32 * K: rows of the decision-bit array
   int mel_blocks;       // ceil(S / 32): 32-column words of the decision-bit array
@@ -41,18 +41,19 @@ struct FastMasLayout {
   int64_t starts_offset;    // int32 [B, T]: first frame of each token
   int64_t bits_offset;      // uint32 [B, mel_blocks, padded_text]: decision bits
   int64_t boundary_offset;  // [B, W, boundary_stride] 64-bit: last rows handed between warps
-  int64_t boundary_ints;    // its size; zeroed before a run for the tagged hand-over (v3)
+  int64_t boundary_ints;    // its size; zeroed before a run for the tagged hand-over
   int64_t total_ints;
 };
 FastMasLayout fast_mas_layout(int batch, int max_text, int max_mel, int rows_per_lane);
 
-// Forward pass (mas_fast_forward.cu): decision bits (bit y%32 of bits[b][y/32][x] is set when
-// the path through (x, y) comes from (x-1, y-1)); logp is only read. `variant` picks the
-// kernel version (see that file; 0 = the best one).
+// Forward pass for the shapes v4 cannot take (mas_fast_forward.cu, v3; K = 4 or 8, one
+// block of one warp per 32 K rows): decision bits (bit y%32 of bits[b][y/32][x] is set when the
+// path through (x, y) comes from (x-1, y-1)); logp is only read. The workspace's first
+// zeroed_ints and its boundary buffer must be zeroed before; the walk follows.
 cudaError_t launch_fast_mas_forward(const float* logp, int max_text, int max_mel,
                                     DeviceLengths text_lengths, DeviceLengths mel_lengths,
                                     float neg_inf, const FastMasLayout& layout, int32_t* workspace,
-                                    int variant, cudaStream_t stream);
+                                    cudaStream_t stream);
 
 // v4 (mas_fast_fused.cu): forward pass and walk in one launch, one block per utterance,
 // for K = 2 or 4 and up to 8 warps per utterance. Shared memory bytes a block needs, or -1
