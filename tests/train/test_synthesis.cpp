@@ -54,6 +54,16 @@ std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
 
 class Synthesis : public ::testing::Test {
  protected:
+  // One intra-op thread: ctest runs several suites at once, and a batch's ops are large enough
+  // for torch to spread them over every core: on the 16-core GPU machine, four such processes
+  // took minutes for batch tests that take a second alone. The batch-size test's tool runs get
+  // OMP_NUM_THREADS=1 likewise.
+  void SetUp() override {
+    threads_ = torch::get_num_threads();
+    torch::set_num_threads(1);
+  }
+  void TearDown() override { torch::set_num_threads(threads_); }
+  int threads_ = 1;
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     checkpoint_ = new std::string(tiny_checkpoint(*dir_));
@@ -463,7 +473,8 @@ TEST_F(Synthesis, TheToolWritesTheSameFilesWhateverTheBatchSize) {
     SCOPED_TRACE("--batch-size " + batch);
     const std::string out = *dir_ / ("batch_out_" + batch);
     int status = 0;
-    const std::string log = testing::run_command(std::string(MONOFLOW_SYNTHESIZE_EXE) + " --checkpoint " + *checkpoint_ +
+    const std::string log = testing::run_command("OMP_NUM_THREADS=1 " + std::string(MONOFLOW_SYNTHESIZE_EXE) +
+                                                     " --checkpoint " + *checkpoint_ +
                                                      " --device cpu --griffin-lim-iters 2 --mels --text-file " + lines +
                                                      " --out-dir " + out + " --batch-size " + batch + " 2>&1",
                                                  &status);
