@@ -72,8 +72,11 @@ struct Utterance {
 // Noise: the k-th text draws its prior noise from its own CPU generator seeded with
 // splitmix64(options.seed, k), on the host, whatever the batch it runs in. So the output of a
 // text depends on the seed and its position k only: not on batch_size, on the other texts, or
-// on the device (up to float rounding). say(text) is text k = 0 of a batch of one: the same as
-// synthesize() with that text, and as the first line of a --text-file with the same seed.
+// on the device (up to float rounding: the batch changes the summation order of float32
+// reductions, ~1e-7 of the mel's range; a predicted duration within that of a whole frame may
+// round up the other way and move the length by n_sqz frames). say(text) is text k = 0 of a
+// batch of one: the same as synthesize() with that text, and as the first line of a
+// --text-file with the same seed.
 //
 // Errors: UserError naming `what` for a text with nothing to say (all texts are tokenized
 // before the first batch runs) or over options.max_frames (checked per batch, before its
