@@ -144,42 +144,55 @@ InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tenso
   return out;
 }
 
-InferenceOutput GlowTTSImpl::infer_prior(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
+InferenceOutput GlowTTSImpl::infer_prior(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                          const torch::Tensor& speakers, double noise_scale, double length_scale,
                                          int64_t frame_multiple) {
+  InferenceOutput out = infer_lengths(text, text_lengths, speakers, length_scale);
+  infer_expand(out, noise_scale, frame_multiple);
+  return out;
+}
+
+InferenceOutput GlowTTSImpl::infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
+                                           const torch::Tensor& speakers, double length_scale) {
   const auto device = encoder->parameters().front().device();
   const int64_t n_sqz = options_.n_sqz();
-  TORCH_CHECK(frame_multiple == 1 || (frame_multiple > 1 && frame_multiple % n_sqz == 0),
-              "infer_prior: frame_multiple must be a multiple of n_sqz");
   auto text_lengths = text_lengths_in.to(device, torch::kLong);
-  auto g = speaker_vector(speakers, text.size(0));
-  auto enc = encoder->forward(text.to(device), text_lengths, g);
-
   InferenceOutput out;
+  out.g = speaker_vector(speakers, text.size(0));
+  auto enc = encoder->forward(text.to(device), text_lengths, out.g);
   out.w_ceil = inference_durations(enc.logw, enc.x_mask, length_scale);
   auto y_lengths = torch::clamp_min(out.w_ceil.sum({1, 2}), 1).to(torch::kLong);
   // The original cuts to a multiple of n_sqz, which leaves 0 frames for a 1-frame utterance
   // (and then fails on empty tensors); here such an utterance keeps n_sqz frames.
-  y_lengths = torch::clamp_min(torch::div(y_lengths, n_sqz, "floor") * n_sqz, n_sqz);
-  out.max_frames = y_lengths.max().item<int64_t>();
-  const int64_t y_max = (out.max_frames + frame_multiple - 1) / frame_multiple * frame_multiple;
-  auto z_mask = sequence_mask(y_lengths, y_max).unsqueeze(1).to(enc.x_mask.scalar_type());
-  auto attn_mask = enc.x_mask.unsqueeze(-1) * z_mask.unsqueeze(2);  // [B,1,T,S]
-  auto attn = generate_path(out.w_ceil.squeeze(1), attn_mask.squeeze(1));
-  auto attn_t = attn.transpose(1, 2);
-  out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
-  out.z_logs = torch::matmul(attn_t, enc.x_logs.transpose(1, 2)).transpose(1, 2);
-  // Noise for the valid frames only, then padded: the same draws with or without a bucket.
-  auto noise = torch::randn({out.z_m.size(0), out.z_m.size(1), out.max_frames}, out.z_m.options());
-  if (y_max > out.max_frames) noise = torch::constant_pad_nd(noise, {0, y_max - out.max_frames});
-  out.z = (out.z_m + torch::exp(out.z_logs) * noise * noise_scale) * z_mask;
-  out.g = g;
-  out.y_lengths = y_lengths;
-  out.z_mask = z_mask;
-  out.attn = attn;
+  out.y_lengths = torch::clamp_min(torch::div(y_lengths, n_sqz, "floor") * n_sqz, n_sqz);
+  out.max_frames = out.y_lengths.max().item<int64_t>();
   out.logw = enc.logw;
+  out.x_m = enc.x_m;
+  out.x_logs = enc.x_logs;
   out.x_mask = enc.x_mask;
   return out;
+}
+
+void GlowTTSImpl::infer_expand(InferenceOutput& out, double noise_scale, int64_t frame_multiple,
+                               const torch::Tensor& noise_in) {
+  TORCH_CHECK(frame_multiple == 1 || (frame_multiple > 1 && frame_multiple % options_.n_sqz() == 0),
+              "infer_prior: frame_multiple must be a multiple of n_sqz");
+  const int64_t y_max = (out.max_frames + frame_multiple - 1) / frame_multiple * frame_multiple;
+  auto z_mask = sequence_mask(out.y_lengths, y_max).unsqueeze(1).to(out.x_mask.scalar_type());
+  auto attn_mask = out.x_mask.unsqueeze(-1) * z_mask.unsqueeze(2);  // [B,1,T,S]
+  auto attn = generate_path(out.w_ceil.squeeze(1), attn_mask.squeeze(1));
+  auto attn_t = attn.transpose(1, 2);
+  out.z_m = torch::matmul(attn_t, out.x_m.transpose(1, 2)).transpose(1, 2);
+  out.z_logs = torch::matmul(attn_t, out.x_logs.transpose(1, 2)).transpose(1, 2);
+  const std::vector<int64_t> noise_shape{out.z_m.size(0), out.z_m.size(1), out.max_frames};
+  TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "infer_expand: noise must be [B, n_mels, ",
+              out.max_frames, "], got ", noise_in.sizes());
+  // Noise for the valid frames only, then padded: the same draws with or without a bucket.
+  auto noise = noise_in.defined() ? noise_in.to(out.z_m.options()) : torch::randn(noise_shape, out.z_m.options());
+  if (y_max > out.max_frames) noise = torch::constant_pad_nd(noise, {0, y_max - out.max_frames});
+  out.z = (out.z_m + torch::exp(out.z_logs) * noise * noise_scale) * z_mask;
+  out.z_mask = z_mask;
+  out.attn = attn;
 }
 
 }  // namespace monoflow::models

@@ -51,6 +51,7 @@ struct InferenceOutput {
   torch::Tensor attn;       // [B, T, S]
   torch::Tensor logw;       // [B, 1, T]
   torch::Tensor w_ceil;     // [B, 1, T] frames per token used
+  torch::Tensor x_m, x_logs;  // [B, n_mels, T] the encoder's prior per token
   torch::Tensor x_mask;
 };
 
@@ -78,6 +79,18 @@ class GlowTTSImpl : public torch::nn::Module {
   InferenceOutput infer_prior(const torch::Tensor& text, const torch::Tensor& text_lengths,
                               const torch::Tensor& speakers = {}, double noise_scale = 1.0,
                               double length_scale = 1.0, int64_t frame_multiple = 1);
+
+  // infer_prior() in its two halves, for a caller that must see the output lengths before the
+  // noise is drawn (a frame budget; noise drawn per utterance, train/synth/synthesis.h):
+  // infer_lengths() runs the encoder and the durations (w_ceil, y_lengths, max_frames, logw,
+  // x_m, x_logs, x_mask, g); infer_expand() expands the prior along the durations and samples
+  // z = (z_m + exp(z_logs) * noise * noise_scale) * z_mask. `noise`: [B, n_mels, max_frames]
+  // standard normal draws (any device; zeros past each utterance's length are masked anyway),
+  // or undefined to draw them from torch's global generator as infer() does.
+  InferenceOutput infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                                const torch::Tensor& speakers = {}, double length_scale = 1.0);
+  void infer_expand(InferenceOutput& out, double noise_scale, int64_t frame_multiple = 1,
+                    const torch::Tensor& noise = {});
 
   // DDI switch: true makes every ActNorm initialise itself from the next batch it sees.
   void set_ddi(bool ddi);

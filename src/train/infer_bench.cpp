@@ -48,8 +48,8 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   if (mode == "graph" && !GraphedInference::supported(o.device)) {
     throw UserError("--modes graph needs a CUDA device (got " + o.device.str() + ")");
   }
-  if (o.symbols < 1 || o.target_frames < 1 || o.timed_calls < 1 || o.warmup_calls < 0) {
-    throw UserError("bench_inference: symbols, frames and calls must be positive");
+  if (o.symbols < 1 || o.batch < 1 || o.target_frames < 1 || o.timed_calls < 1 || o.warmup_calls < 0) {
+    throw UserError("bench_inference: symbols, batch, frames and calls must be positive");
   }
   set_allow_tf32(precision != "fp32");
   torch::manual_seed(o.seed);
@@ -68,7 +68,10 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   row.precision = precision;
   row.mode = mode;
   row.symbols = o.symbols;
+  row.batch = o.batch;
   row.length_scale = length_scale_for(model, text, lengths, o.target_frames);
+  const auto texts = text.expand({o.batch, o.symbols}).contiguous();
+  const auto texts_lengths = lengths.expand({o.batch}).contiguous();
 
   torch::NoGradGuard no_grad;
   const Bf16Autocast autocast(precision == "bf16", o.device);
@@ -78,8 +81,8 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   for (int i = 0; i < o.warmup_calls + o.timed_calls; ++i) {
     synchronize(o.device);
     const auto start = std::chrono::steady_clock::now();
-    const auto out = graphed ? graphed->infer(text, lengths, torch::Tensor(), o.noise_scale, row.length_scale)
-                             : model->infer(text, lengths, torch::Tensor(), o.noise_scale, row.length_scale);
+    const auto out = graphed ? graphed->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale)
+                             : model->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale);
     synchronize(o.device);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= o.warmup_calls) ms.push_back(elapsed);
@@ -89,19 +92,19 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   row.ms_min = *std::min_element(ms.begin(), ms.end());
   row.ms_max = *std::max_element(ms.begin(), ms.end());
   row.ms_p90 = percentile(ms, 0.9);
-  row.frames_per_s = row.ms > 0 ? 1000.0 * row.frames / row.ms : 0.0;
+  row.frames_per_s = row.ms > 0 ? 1000.0 * row.batch * row.frames / row.ms : 0.0;
   return row;
 }
 
 std::string infer_csv_header() {
-  return "precision,mode,symbols,frames,length_scale,ms,ms_min,ms_p90,ms_max,frames_per_s";
+  return "precision,mode,symbols,frames,length_scale,ms,ms_min,ms_p90,ms_max,frames_per_s,batch";
 }
 
 std::string infer_csv_row(const InferBenchRow& r) {
   char line[256];
-  std::snprintf(line, sizeof line, "%s,%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f", r.precision.c_str(), r.mode.c_str(),
-                r.symbols, r.frames,
-                r.length_scale, r.ms, r.ms_min, r.ms_p90, r.ms_max, r.frames_per_s);
+  std::snprintf(line, sizeof line, "%s,%s,%d,%d,%.4f,%.3f,%.3f,%.3f,%.3f,%.1f,%d", r.precision.c_str(),
+                r.mode.c_str(), r.symbols, r.frames, r.length_scale, r.ms, r.ms_min, r.ms_p90, r.ms_max, r.frames_per_s,
+                r.batch);
   return line;
 }
 

@@ -9,6 +9,8 @@
 // Two modes: "eager" (GlowTTS::infer, op by op) and "graph" (GraphedInference: the encoder and
 // the prior eager, the decoder's reverse pass replayed as a CUDA graph recorded in the first
 // warm-up call; the output length is read back once in both, between encoder and decoder).
+// With batch > 1 the same sentence runs `batch` times at once, as synthesize --text-file's
+// batches of equal lengths would.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,6 +25,7 @@ struct InferBenchOptions {
   Config config;  // the model section is used (ljspeech.yaml for the spec)
   torch::Device device{torch::kCPU};
   int symbols = 100;
+  int batch = 1;  // the sentence this many times at once (synthesize --text-file's batches); spec: 1
   int target_frames = 1800;
   int warmup_calls = 3;
   int timed_calls = 20;
@@ -35,11 +38,12 @@ struct InferBenchRow {
   std::string precision;
   std::string mode;          // eager | graph
   int symbols = 0;
-  int frames = 0;            // mel frames of the output
+  int batch = 1;
+  int frames = 0;            // mel frames of the output (per utterance)
   double length_scale = 0;   // as set to reach target_frames
   double ms = 0;             // median
   double ms_min = 0, ms_p90 = 0, ms_max = 0;
-  double frames_per_s = 0;   // frames / median
+  double frames_per_s = 0;   // batch * frames / median
 };
 
 InferBenchRow bench_inference(const InferBenchOptions& options, const std::string& precision,

@@ -240,12 +240,19 @@ TEST(GlowTTS, ForwardAlignsWithMonotonicPathAndExpandsPrior) {
   EXPECT_TRUE(std::isfinite(l_mle.item<double>()) && std::isfinite(l_dur.item<double>()));
 }
 
-TEST(GlowTTS, PaddingDoesNotChangeTheUtterance) {
-  torch::manual_seed(6);
+// The tiny model with random weights (seeded), in eval mode and float64: batch-versus-alone
+// comparisons then differ only by float64 rounding.
+GlowTTS tiny_float64_model(uint64_t seed) {
+  torch::manual_seed(seed);
   GlowTTS model(tiny_options());
   randomize(*model);
   model->eval();
   model->to(torch::kDouble);
+  return model;
+}
+
+TEST(GlowTTS, PaddingDoesNotChangeTheUtterance) {
+  GlowTTS model = tiny_float64_model(6);
   auto b = tiny_batch(4, torch::kDouble);
   // utterance 1 on its own, unpadded
   auto text1 = b.text.slice(0, 1, 2).slice(1, 0, 4);
@@ -300,6 +307,40 @@ TEST(GlowTTS, InferenceExpandsDurationsAndInvertsTheDecoder) {
   // noise_scale > 0 samples around the mean
   auto noisy = model->infer(b.text, b.text_lengths, {}, 0.667, 1.0);
   EXPECT_GT(max_abs_diff(noisy.y, syn.y), 1e-3);
+}
+
+// infer_lengths + infer_expand with the caller's noise: the same z as infer_prior drawing the
+// same numbers, and in float64 an utterance of a padded batch decodes as it does alone (what
+// synthesize --text-file's batches rely on).
+TEST(GlowTTS, InferenceInTwoHalvesTakesTheCallersNoiseAndBatchesLikeOneByOne) {
+  GlowTTS model = tiny_float64_model(9);
+  torch::NoGradGuard no_grad;
+  auto b = tiny_batch(4, torch::kDouble);
+  torch::manual_seed(3);
+  const auto drawn = model->infer_prior(b.text, b.text_lengths, {}, 0.667, 4.0);
+  auto out = model->infer_lengths(b.text, b.text_lengths, {}, 4.0);
+  EXPECT_TRUE(torch::equal(out.y_lengths, drawn.y_lengths));
+  EXPECT_EQ(out.max_frames, drawn.max_frames);
+  EXPECT_FALSE(out.z.defined());
+  torch::manual_seed(3);
+  const auto noise = torch::randn({2, 4, out.max_frames}, torch::kDouble);
+  model->infer_expand(out, 0.667, 1, noise);
+  EXPECT_TRUE(torch::equal(out.z, drawn.z));
+  EXPECT_THROW(model->infer_expand(out, 0.667, 1, noise.narrow(2, 1, out.max_frames - 1)), c10::Error);
+
+  // The utterance with fewer frames alone, with its part of the noise.
+  const int64_t i = out.y_lengths[0].item<int64_t>() < out.y_lengths[1].item<int64_t>() ? 0 : 1;
+  const int64_t tokens = b.text_lengths[i].item<int64_t>(), frames = out.y_lengths[i].item<int64_t>();
+  ASSERT_LT(frames, out.max_frames);  // padded in the batch
+  auto alone = model->infer_lengths(b.text.slice(0, i, i + 1).slice(1, 0, tokens), b.text_lengths.slice(0, i, i + 1),
+                                    {}, 4.0);
+  model->infer_expand(alone, 0.667, 1, noise.slice(0, i, i + 1).slice(2, 0, frames));
+  const auto y_alone = model->decoder->forward(alone.z, alone.z_mask, alone.g, /*reverse=*/true).first;
+  const auto y_batch = model->decoder->forward(out.z, out.z_mask, out.g, /*reverse=*/true).first;
+  ASSERT_EQ(y_alone.size(2), frames);
+  EXPECT_LT(max_abs_diff(y_batch[i].slice(1, 0, frames), y_alone[0]), 1e-10);
+  EXPECT_GT(y_alone.abs().max().item<double>(), 0.1);
+  EXPECT_TRUE(torch::equal(out.attn[i].slice(0, 0, tokens).slice(1, 0, frames), alone.attn[0]));
 }
 
 TEST(GlowTTS, MultiSpeakerModelNeedsSpeakerIds) {

@@ -39,6 +39,23 @@ TEST(InferBench, SetsTheLengthScaleForTheTargetLengthAndTimesTheCalls) {
   EXPECT_GT(longer.length_scale, row.length_scale);
 }
 
+// --batch: the sentence three times at once; the frames are per utterance, frames/s counts all.
+TEST(InferBench, ABatchRunsTheSentenceManyTimesAtOnce) {
+  InferBenchOptions o = small_run(240);
+  const auto one = bench_inference(o, "fp32");
+  o.batch = 3;
+  const auto three = bench_inference(o, "fp32");
+  EXPECT_EQ(three.batch, 3);
+  // The length scale puts a token's duration right at a ceil step (that is how the bisection
+  // finds it), where the batch's rounding may move it by a frame: n_sqz either way.
+  EXPECT_NEAR(three.frames, one.frames, 2);
+  EXPECT_DOUBLE_EQ(three.length_scale, one.length_scale);
+  EXPECT_NEAR(three.frames_per_s, 3000.0 * three.frames / three.ms, 1e-6 * three.frames_per_s);
+  EXPECT_EQ(infer_csv_row(three).back(), '3');
+  o.batch = 0;
+  EXPECT_THROW(bench_inference(o, "fp32"), UserError);
+}
+
 TEST(InferBench, RejectsAnUnknownPrecision) {
   EXPECT_THROW(bench_inference(small_run(100), "fp8"), UserError);
 }

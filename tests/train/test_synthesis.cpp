@@ -8,6 +8,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
+#include <sstream>
 
 #include "common/error.h"
 #include "data/text/text_processor.h"
@@ -17,7 +19,9 @@
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
+#include "train/precision.h"
 #include "train/rng_state.h"
+#include "train/synth/npy.h"
 #include "train/synth/synthesis.h"
 
 namespace monoflow::train {
@@ -50,6 +54,16 @@ std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
 
 class Synthesis : public ::testing::Test {
  protected:
+  // One intra-op thread: ctest runs several suites at once, and a batch's ops are large enough
+  // for torch to spread them over every core: on the 16-core GPU machine, four such processes
+  // took minutes for batch tests that take a second alone. The batch-size test's tool runs get
+  // OMP_NUM_THREADS=1 likewise.
+  void SetUp() override {
+    threads_ = torch::get_num_threads();
+    torch::set_num_threads(1);
+  }
+  void TearDown() override { torch::set_num_threads(threads_); }
+  int threads_ = 1;
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     checkpoint_ = new std::string(tiny_checkpoint(*dir_));
@@ -259,6 +273,162 @@ TEST_F(Synthesis, ASynthesizerSaysManyTextsAndNamesTheLineThatFails) {
   EXPECT_TRUE(torch::equal(again.audio, a.audio));
 }
 
+// Texts of 1 to 40-odd tokens: a batch of them pads the short ones a lot.
+const std::vector<Utterance> kBatchTexts = {
+    {"hello world.", "t:1"},
+    {"a much longer sentence than the first one, with a comma.", "t:2"},
+    {"a", "t:3"},
+    {"good morning, how are you today?", "t:4"},
+    {"yes.", "t:5"},
+    {"the quick brown fox jumps over the lazy dog, twice.", "t:6"},
+    {"short one.", "t:7"},
+};
+
+// texts[k]'s result for every k, through say_all with this batch size.
+std::map<size_t, SynthesisResult> say_all(Synthesizer& s, const std::vector<Utterance>& texts, int batch_size) {
+  std::map<size_t, SynthesisResult> results;
+  s.say_all(texts, batch_size, [&](size_t k, SynthesisResult&& r) {
+    EXPECT_TRUE(results.emplace(k, std::move(r)).second) << "text " << k << " reported twice";
+  });
+  EXPECT_EQ(results.size(), texts.size());
+  return results;
+}
+
+// max |a - b| / max |b|: the tolerance below is relative to the mel's range.
+double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
+}
+
+// Batched and one-by-one results of every text: same lengths, same alignment, mels within
+// 1e-5 of their range. The batch changes only the summation order of float32 reductions (the
+// padded positions add exact zeros: the attention's masked scores underflow to 0, the flows
+// mask their inputs), about 1e-7 relative per op; 1e-5 leaves room for its growth through the
+// encoder and twelve flows (measured: at most 2.2e-7 with the tiny model, noise on or off), and
+// is far below any audible or vocoder-visible difference. The audio is not bit-equal either:
+// Griffin-Lim turns those differences into a few 1e-5 of its 0.9 peak.
+void expect_same_results(const std::map<size_t, SynthesisResult>& batched, const std::map<size_t, SynthesisResult>& one,
+                         const std::vector<Utterance>& texts, double tolerance = 1e-5) {
+  for (size_t k = 0; k < texts.size(); ++k) {
+    SCOPED_TRACE(texts[k].text);
+    const SynthesisResult& a = batched.at(k);
+    const SynthesisResult& b = one.at(k);
+    ASSERT_EQ(a.mel.sizes(), b.mel.sizes());
+    ASSERT_EQ(a.alignment.sizes(), b.alignment.sizes());
+    EXPECT_EQ(a.alignment.size(0), b.alignment.size(0));
+    EXPECT_TRUE(torch::equal(a.alignment, b.alignment));
+    EXPECT_LE(relative_difference(a.mel, b.mel), tolerance);
+    EXPECT_GT(b.mel.abs().max().item<double>(), 0.1);  // a real mel, not zeros on both sides
+    ASSERT_EQ(a.audio.numel(), b.audio.numel());
+    EXPECT_LE((a.audio - b.audio).abs().max().item<double>(), 1e-3);  // Griffin-Lim, peak 0.9
+  }
+}
+
+// The batch does not change what a text says: batch sizes 1, 3 and one larger than the list
+// give each text the same mel and length, with the prior noise off and on (each text draws its
+// own noise, so the noise does not depend on the batch either).
+TEST_F(Synthesis, BatchedTextsEqualOneByOneWithAndWithoutNoise) {
+  for (const double noise_scale : {0.0, 0.667}) {
+    SCOPED_TRACE("noise scale " + std::to_string(noise_scale));
+    SynthesisOptions o = options("");
+    o.noise_scale = noise_scale;
+    Synthesizer synthesizer(o);
+    const auto one = say_all(synthesizer, kBatchTexts, 1);
+    for (const int batch_size : {3, 100}) {
+      SCOPED_TRACE("batch size " + std::to_string(batch_size));
+      expect_same_results(say_all(synthesizer, kBatchTexts, batch_size), one, kBatchTexts);
+    }
+    // The lengths are the texts' own: more text, more frames (an untrained model: ~1 per token).
+    EXPECT_GT(one.at(1).mel.size(1), 3 * one.at(0).mel.size(1));
+    // say() is text 0 of a batch of one: synthesize() with that text gives the batch's first text.
+    EXPECT_TRUE(torch::equal(synthesizer.say(kBatchTexts[0].text).mel, one.at(0).mel));
+    o.text = kBatchTexts[0].text;
+    EXPECT_TRUE(torch::equal(synthesize(o).mel, one.at(0).mel));
+  }
+}
+
+// The noise is the text's own: it is on (the mel moves with it), it depends on the text's
+// position, not on the other texts, and a new seed draws new noise.
+TEST_F(Synthesis, EachTextDrawsItsOwnNoise) {
+  SynthesisOptions o = options("");
+  Synthesizer noisy(o);
+  const auto first = say_all(noisy, kBatchTexts, 4);
+  o.noise_scale = 0;
+  Synthesizer quiet(o);
+  const auto silent = say_all(quiet, kBatchTexts, 4);
+  EXPECT_GT(relative_difference(first.at(3).mel, silent.at(3).mel), 1e-2);
+  // Another text at position 1 (and so another batch layout): text 3 stays as it was.
+  std::vector<Utterance> changed = kBatchTexts;
+  changed[1].text = "something else entirely.";
+  const auto second = say_all(noisy, changed, 4);
+  for (size_t k : {0, 2, 3, 4, 5, 6}) {
+    EXPECT_LE(relative_difference(second.at(k).mel, first.at(k).mel), 1e-5) << k;
+  }
+  // The same text at two positions: two draws.
+  const std::vector<Utterance> twice = {{"hello world.", "a"}, {"hello world.", "b"}};
+  const auto both = say_all(noisy, twice, 2);
+  EXPECT_EQ(both.at(0).mel.sizes(), both.at(1).mel.sizes());
+  EXPECT_GT(relative_difference(both.at(0).mel, both.at(1).mel), 1e-2);
+  o.noise_scale = 0.667;
+  o.seed = 99;
+  const auto reseeded = say_all(*std::make_unique<Synthesizer>(o), twice, 2);
+  EXPECT_GT(relative_difference(reseeded.at(0).mel, both.at(0).mel), 1e-2);
+}
+
+// A multi-speaker model: the speaker goes to every text of a batch.
+TEST_F(Synthesis, AMultiSpeakerModelSaysABatchInItsSpeakersVoice) {
+  auto o = options("");
+  o.checkpoint = tiny_checkpoint(*dir_, 3);
+  o.speaker = 2;
+  Synthesizer synthesizer(o);
+  expect_same_results(say_all(synthesizer, kBatchTexts, 3), say_all(synthesizer, kBatchTexts, 1), kBatchTexts);
+  o.text = kBatchTexts[4].text;
+  EXPECT_TRUE(torch::equal(synthesize(o).mel, say_all(synthesizer, {kBatchTexts[4]}, 1).at(0).mel));
+}
+
+// Errors of a batch: a text with nothing to say stops the run before any text is said; a text
+// over the frame budget names its line; a batch size below 1 is refused.
+TEST_F(Synthesis, ABatchNamesTheTextThatFails) {
+  Synthesizer synthesizer(options(""));
+  std::vector<Utterance> texts = kBatchTexts;
+  texts.push_back({" . ", "t:9"});
+  int said = 0;
+  const std::string e = error_of([&] { synthesizer.say_all(texts, 2, [&](size_t, SynthesisResult&&) { ++said; }); });
+  EXPECT_NE(e.find("t:9 ' . ': nothing to say"), std::string::npos) << e;
+  EXPECT_EQ(said, 0);
+  auto o = options("");
+  Synthesizer one(o);
+  const int64_t longest = say_all(one, kBatchTexts, 7).at(1).mel.size(1);
+  o.max_frames = longest - 1;
+  Synthesizer budget(o);
+  const std::string over = error_of([&] { say_all(budget, kBatchTexts, 3); });
+  EXPECT_NE(over.find("t:2: the model predicts " + std::to_string(longest) + " mel frames"), std::string::npos) << over;
+  EXPECT_NE(error_of([&] { synthesizer.say_all(kBatchTexts, 0, {}); }).find("--batch-size 0: must be positive"),
+            std::string::npos);
+}
+
+// On a GPU the batches run there (the decoder as a CUDA graph from a shape's second batch) and
+// give the CPU's one-by-one results, noise included (it is drawn on the host). TF32 off: with
+// it, convolutions round to 10-bit mantissas; float32 on both sides differs only in the
+// kernels' summation order, and 1e-4 of the mel's range bounds that through twelve flows.
+TEST_F(Synthesis, BatchesOnTheGpuEqualTheCpuOneByOne) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  set_allow_tf32(false);
+  // Twelve texts in batches of 2: pairs of neighbouring lengths, some sharing a 64-frame
+  // bucket, so that shapes come back and replay their graphs.
+  std::vector<Utterance> texts = kBatchTexts;
+  for (int i = 0; i < 5; ++i) texts.push_back({kBatchTexts[static_cast<size_t>(i)].text + " again", "u"});
+  auto o = options("");
+  Synthesizer cpu(o);
+  const auto one = say_all(cpu, texts, 1);
+  o.device = "cuda";
+  Synthesizer gpu(o);
+  for (const int batch_size : {2, 5, 2}) {
+    SCOPED_TRACE("batch size " + std::to_string(batch_size));
+    expect_same_results(say_all(gpu, texts, batch_size), one, texts, 1e-4);
+  }
+  set_allow_tf32(true);
+}
+
 TEST_F(Synthesis, TheToolWritesOneWavPerLineOfATextFile) {
   const std::string lines = *dir_ / "tool_lines.txt", out = *dir_ / "tool_out";
   {
@@ -277,9 +447,65 @@ TEST_F(Synthesis, TheToolWritesOneWavPerLineOfATextFile) {
   EXPECT_NE(log.find("wrote 2 wavs"), std::string::npos) << log;
   log = testing::run_command(exe + " --text hello 2>&1", &status);
   EXPECT_NE(WEXITSTATUS(status), 0) << log;  // --text and --text-file exclude each other
+  log = testing::run_command(exe + " --batch-size 0 2>&1", &status);
+  EXPECT_NE(WEXITSTATUS(status), 0) << log;
   log = testing::run_command(exe + " --mel-png x.png 2>&1", &status);
   EXPECT_EQ(WEXITSTATUS(status), 1) << log;
   EXPECT_NE(log.find("--mels"), std::string::npos) << log;
+}
+
+// --batch-size 1, 3 and one larger than the file write the same files under the same names:
+// each <id>.npy holds the mel of that id's text as the library says it alone.
+TEST_F(Synthesis, TheToolWritesTheSameFilesWhateverTheBatchSize) {
+  const std::string lines = *dir_ / "batch_lines.txt";
+  {
+    std::ofstream f(lines);
+    f << "# ids and line numbers mixed\n";
+    for (size_t k = 0; k < kBatchTexts.size(); ++k) {
+      f << (k % 2 == 0 ? "id" + std::to_string(k) + "|" : "") << kBatchTexts[k].text << "\n";
+    }
+  }
+  const std::vector<std::string> ids = {"id0", "0003", "id2", "0005", "id4", "0007", "id6"};
+  Synthesizer synthesizer(options(""));
+  const auto expected = say_all(synthesizer, kBatchTexts, 1);
+  std::map<std::string, std::string> first;  // id -> wav bytes, for batch size 1
+  for (const std::string batch : {"1", "3", "100"}) {
+    SCOPED_TRACE("--batch-size " + batch);
+    const std::string out = *dir_ / ("batch_out_" + batch);
+    int status = 0;
+    const std::string log = testing::run_command("OMP_NUM_THREADS=1 " + std::string(MONOFLOW_SYNTHESIZE_EXE) +
+                                                     " --checkpoint " + *checkpoint_ +
+                                                     " --device cpu --griffin-lim-iters 2 --mels --text-file " + lines +
+                                                     " --out-dir " + out + " --batch-size " + batch + " 2>&1",
+                                                 &status);
+    ASSERT_EQ(WEXITSTATUS(status), 0) << log;
+    EXPECT_NE(log.find("wrote 7 wavs"), std::string::npos) << log;
+    size_t files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(out)) {
+      (void)entry;
+      ++files;
+    }
+    EXPECT_EQ(files, 2 * ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const std::string npy = testing::read_text(out + "/" + ids[k] + ".npy");
+      const torch::Tensor mel = decode_npy(npy, ids[k]);
+      ASSERT_EQ(mel.sizes(), expected.at(k).mel.sizes()) << ids[k];
+      EXPECT_LE(relative_difference(mel, expected.at(k).mel), 1e-5) << ids[k];
+      const std::string wav = testing::read_text(out + "/" + ids[k] + ".wav");
+      EXPECT_EQ(wav.size(), 44 + 2 * static_cast<size_t>(expected.at(k).audio.numel())) << ids[k];
+      // The same wav as batch size 1's, to Griffin-Lim's rounding (see expect_same_results).
+      if (batch == "1") first[ids[k]] = wav;
+      ASSERT_EQ(wav.size(), first.at(ids[k]).size());
+      int max_step = 0;
+      for (size_t i = 44; i + 1 < wav.size(); i += 2) {
+        const auto sample = [](const std::string& w, size_t at) {
+          return static_cast<int16_t>(static_cast<uint8_t>(w[at]) | (static_cast<uint8_t>(w[at + 1]) << 8));
+        };
+        max_step = std::max(max_step, std::abs(sample(wav, i) - sample(first.at(ids[k]), i)));
+      }
+      EXPECT_LE(max_step, 33) << ids[k];  // 1e-3 of full scale
+    }
+  }
 }
 
 }  // namespace

@@ -35,26 +35,32 @@ struct GraphedInference::Impl {
   models::GlowTTS model;
   int64_t frame_multiple;
   size_t max_graphs;
+  int eager_uses;
+  std::map<Shape, int> eager_runs;  // shapes without a graph yet: how often each ran eagerly
   torch::Device device;
   c10::cuda::MempoolId_t pool;
   std::map<Shape, Entry> entries;
   uint64_t calls = 0;
 
-  Impl(models::GlowTTS m, int64_t multiple, size_t max)
-      : model(std::move(m)), frame_multiple(multiple), max_graphs(max),
+  Impl(models::GlowTTS m, int64_t multiple, size_t max, int eager)
+      : model(std::move(m)), frame_multiple(multiple), max_graphs(max), eager_uses(eager),
         device(model->parameters().front().device()), pool(at::cuda::graph_pool_handle()) {}
 
   void decode(Entry& e) { e.y = model->decoder->forward(e.z, e.z_mask, e.g, /*reverse=*/true).first; }
 
-  Entry& entry_for(const models::InferenceOutput& prior) {
+  // The graph's entry for the prior's shape, its inputs filled in; null while the shape still
+  // runs eagerly (eager_uses).
+  Entry* entry_for(const models::InferenceOutput& prior) {
     const Shape shape{prior.z.size(0), prior.z.size(2), prior.g.defined()};
     auto it = entries.find(shape);
     if (it != entries.end()) {
       it->second.z.copy_(prior.z);
       it->second.z_mask.copy_(prior.z_mask);
       if (prior.g.defined()) it->second.g.copy_(prior.g);
-      return it->second;
+      return &it->second;
     }
+    if (eager_runs[shape]++ < eager_uses) return nullptr;
+    eager_runs.erase(shape);
     Entry& e = entries[shape];
     e.z = prior.z.clone();
     e.z_mask = prior.z_mask.clone();
@@ -73,21 +79,23 @@ struct GraphedInference::Impl {
       }
       entries.erase(oldest);
     }
-    return e;
+    return &e;
   }
 };
 #else
 struct GraphedInference::Impl {};
 #endif
 
-GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple, size_t max_graphs) {
+GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple, size_t max_graphs, int eager_uses)
+    : frame_multiple_(frame_multiple) {
   const auto device = model->parameters().front().device();
   if (!supported(device)) throw UserError("graphed inference needs a CUDA device (got " + device.str() + ")");
-  if (frame_multiple < 1 || frame_multiple % model->options().n_sqz() != 0 || max_graphs < 1) {
-    throw UserError("graphed inference: frame_multiple must be a positive multiple of n_sqz, max_graphs >= 1");
+  if (frame_multiple < 1 || frame_multiple % model->options().n_sqz() != 0 || max_graphs < 1 || eager_uses < 0) {
+    throw UserError(
+        "graphed inference: frame_multiple must be a positive multiple of n_sqz, max_graphs >= 1, eager_uses >= 0");
   }
 #ifdef MONOFLOW_HAS_CUDA
-  impl_ = std::make_unique<Impl>(std::move(model), frame_multiple, max_graphs);
+  impl_ = std::make_unique<Impl>(std::move(model), frame_multiple, max_graphs, eager_uses);
 #endif
 }
 
@@ -99,18 +107,34 @@ models::InferenceOutput GraphedInference::infer(const torch::Tensor& text, const
 #ifdef MONOFLOW_HAS_CUDA
   torch::NoGradGuard no_grad;
   const c10::cuda::CUDAGuard guard(impl_->device);
-  models::InferenceOutput out =
-      impl_->model->infer_prior(text, text_lengths, speakers, noise_scale, length_scale, impl_->frame_multiple);
-  auto& e = impl_->entry_for(out);
-  e.graph->replay();
-  e.last_used = ++impl_->calls;
+  return decode(impl_->model->infer_prior(text, text_lengths, speakers, noise_scale, length_scale, frame_multiple_));
+#else
+  (void)text, (void)text_lengths, (void)speakers, (void)noise_scale, (void)length_scale;
+  throw UserError("graphed inference needs a CUDA build");
+#endif
+}
+
+models::InferenceOutput GraphedInference::decode(models::InferenceOutput out) {
+#ifdef MONOFLOW_HAS_CUDA
+  torch::NoGradGuard no_grad;
+  const c10::cuda::CUDAGuard guard(impl_->device);
+  TORCH_CHECK(out.z.size(2) % frame_multiple_ == 0, "GraphedInference::decode: the prior's frames (", out.z.size(2),
+              ") must be padded to a multiple of ", frame_multiple_);
+  torch::Tensor y;
+  if (auto* e = impl_->entry_for(out)) {
+    e->graph->replay();
+    e->last_used = ++impl_->calls;
+    y = e->y;
+  } else {
+    y = impl_->model->decoder->forward(out.z, out.z_mask, out.g, /*reverse=*/true).first;
+  }
   // Cut back to infer()'s shapes: the bucket's padding frames are masked zeros.
   const int64_t n = out.max_frames;
-  out.y = e.y.narrow(2, 0, n);
+  out.y = y.narrow(2, 0, n);
   for (auto* t : {&out.z, &out.z_m, &out.z_logs, &out.z_mask, &out.attn}) *t = t->narrow(2, 0, n);
   return out;
 #else
-  (void)text, (void)text_lengths, (void)speakers, (void)noise_scale, (void)length_scale;
+  (void)out;
   throw UserError("graphed inference needs a CUDA build");
 #endif
 }

@@ -4,8 +4,8 @@
 // launching them (docs/benchmarks.md, "Inference"). The encoder, the durations and the prior
 // run eagerly (the output length is read back once, as infer() does anyway); the decoder, the
 // bulk of the work, replays a graph recorded once per (batch, frames rounded up to
-// frame_multiple, speakers or not). Padding frames are masked in every flow, so the valid
-// frames equal GlowTTS::infer's (tests/train/test_graphed_inference.cpp).
+// frame_multiple, speakers or not), a batch of utterances as well as one. Padding frames are
+// masked in every flow, so the valid frames equal GlowTTS::infer's (tests/train/test_graphed_inference.cpp).
 //
 //   model->eval();
 //   GraphedInference synth(model);                 // CUDA model; supported() says where
@@ -23,7 +23,11 @@ namespace monoflow::train {
 
 class GraphedInference {
  public:
-  explicit GraphedInference(models::GlowTTS model, int64_t frame_multiple = 64, size_t max_graphs = 8);
+  // eager_uses: how many times a shape runs eagerly before its graph is recorded. 0 records at
+  // once (a benchmark replaying one shape); synthesis of a file passes 1, since recording costs a
+  // warm-up with cuDNN's benchmark mode plus the capture, which a shape seen once never earns back.
+  explicit GraphedInference(models::GlowTTS model, int64_t frame_multiple = 64, size_t max_graphs = 8,
+                            int eager_uses = 0);
   ~GraphedInference();
   GraphedInference(const GraphedInference&) = delete;
   GraphedInference& operator=(const GraphedInference&) = delete;
@@ -36,11 +40,17 @@ class GraphedInference {
                                 const torch::Tensor& speakers = {}, double noise_scale = 1.0,
                                 double length_scale = 1.0);
 
+  // The decoder's part of infer(): `prior` from model->infer_prior or infer_expand with
+  // frame_multiple(), cut back to prior.max_frames with y filled in.
+  models::InferenceOutput decode(models::InferenceOutput prior);
+  int64_t frame_multiple() const { return frame_multiple_; }
+
   size_t graphs() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  int64_t frame_multiple_;
 };
 
 }  // namespace monoflow::train

@@ -1,5 +1,6 @@
 #include "train/synth/synthesis.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +21,7 @@
 #include "models/glow_tts.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
+#include "train/synth/graphed_inference.h"
 #include "train/synth/griffin_lim.h"
 #include "train/config/options_map.h"
 #include "train/weights_file.h"
@@ -47,16 +51,29 @@ void check_bounds(const SynthesisOptions& o) {
   if (o.max_frames <= 0) throw UserError("--max-frames " + std::to_string(o.max_frames) + ": must be positive");
 }
 
-// Frames the decoder would produce, as GlowTTSImpl::infer computes them (ceil of the
-// predicted durations, cut to a multiple of n_sqz), from the encoder alone.
-int64_t predicted_frames(models::GlowTTS& model, const torch::Tensor& text, const torch::Tensor& lengths,
-                         const torch::Tensor& speakers, double length_scale) {
-  const auto enc = model->encoder->forward(text, lengths, model->speaker_vector(speakers, text.size(0)));
-  const double frames =
-      models::inference_durations(enc.logw, enc.x_mask, length_scale).sum(torch::kFloat64).item<double>();
-  const int64_t n_sqz = model->options().n_sqz();
-  if (!std::isfinite(frames) || frames > 1e15) return INT64_MAX;
-  return std::max<int64_t>(static_cast<int64_t>(frames) / n_sqz * n_sqz, n_sqz);
+// Frames the decoder will produce for each utterance of a batch, as GlowTTSImpl::infer_lengths
+// computes them (ceil of the predicted durations, cut to a multiple of n_sqz), but summed in
+// float64 on the host: a diverged duration predictor gives INT64_MAX, not an overflowed cast.
+std::vector<int64_t> predicted_frames(const torch::Tensor& w_ceil, int64_t n_sqz) {
+  const torch::Tensor sums = w_ceil.sum({1, 2}, false, torch::kFloat64).cpu();
+  std::vector<int64_t> frames;
+  for (int64_t b = 0; b < sums.size(0); ++b) {
+    const double f = sums[b].item<double>();
+    frames.push_back(!std::isfinite(f) || f > 1e15 ? INT64_MAX
+                                                   : std::max<int64_t>(static_cast<int64_t>(f) / n_sqz * n_sqz, n_sqz));
+  }
+  return frames;
+}
+
+// The seed of the prior noise of a batch's k-th text: splitmix64 of (seed, k). Each utterance
+// draws from its own generator, so its noise does not depend on the batch it runs in, on the
+// order batches run in, or on the other lines of the file; and the streams of one seed do not
+// come back shifted under the next seed, as seed + k would make them.
+uint64_t noise_seed(int64_t seed, size_t k) {
+  uint64_t z = static_cast<uint64_t>(seed) + 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(k) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 // The [1] speaker tensor for `speaker` (on the host: the model range-checks host ids), or
@@ -96,10 +113,9 @@ torch::Tensor griffin_lim_audio(const torch::Tensor& mel, const Config& c, const
   return peak > 0 ? audio * (0.9 / peak) : audio;
 }
 
-// A TorchScript vocoder (a HiFi-GAN-style generator saved with torch.jit.script/trace) on the
-// mel [1, n_mels, frames]; its waveform ([1, 1, N], [1, N] or [N]) clipped to [-1, 1], not
-// normalised: the vocoder sets its own level.
-torch::Tensor vocoder_audio(const std::string& path, const torch::Tensor& mel, const torch::Device& device) {
+// A TorchScript vocoder (a HiFi-GAN-style generator saved with torch.jit.script/trace), loaded
+// once per Synthesizer.
+torch::jit::script::Module load_vocoder(const std::string& path, const torch::Device& device) {
   torch::jit::script::Module vocoder;
   try {
     vocoder = torch::jit::load(path, device);
@@ -110,6 +126,14 @@ torch::Tensor vocoder_audio(const std::string& path, const torch::Tensor& mel, c
     throw FileError(path, 0, std::string("cannot load as a TorchScript vocoder: ") + e.what());
   }
   vocoder.eval();
+  return vocoder;
+}
+
+// The vocoder on one mel [1, n_mels, frames] (one utterance at a time: a batch's padding would
+// reach the last samples through the vocoder's receptive field); its waveform ([1, 1, N],
+// [1, N] or [N]) clipped to [-1, 1], not normalised: the vocoder sets its own level.
+torch::Tensor vocoder_audio(const std::string& path, torch::jit::script::Module& vocoder, const torch::Tensor& mel,
+                            const torch::Device& device) {
   torch::Tensor audio;
   try {
     audio = vocoder.forward({mel.unsqueeze(0).to(device)}).toTensor();
@@ -155,9 +179,25 @@ struct Synthesizer::Loaded {
   models::GlowTTS model{nullptr};
   int64_t step = 0;
   torch::Tensor speakers;
+  std::optional<torch::jit::script::Module> vocoder;
+  // On a GPU the decoder replays a CUDA graph per (batch, 64-frame bucket) shape, recorded at a
+  // shape's second batch: the first runs eagerly (GraphedInference's eager_uses).
+  std::unique_ptr<GraphedInference> graphed;
 
   Loaded(const SynthesisOptions& o, Config c)
       : options(o), config(std::move(c)), device(resolve_device(o.device)), tp(config.text) {}
+
+  // A text's token ids; UserError naming `what` for a text with nothing to say.
+  std::vector<int64_t> tokens(const Utterance& u) {
+    tp.reset_unknown();
+    std::vector<int64_t> ids = tp.encode(u.text);
+    if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return tp.spoken(id); })) {
+      const std::string unknown = tp.unknown_report();
+      throw UserError(u.what + " '" + u.text + "': nothing to say (no letter or phoneme of the symbol set " +
+                      config.text.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
+    }
+    return ids;
+  }
 };
 
 Synthesizer::Synthesizer(const SynthesisOptions& o) {
@@ -170,43 +210,110 @@ Synthesizer::Synthesizer(const SynthesisOptions& o) {
   l.step = load_model_weights(o.checkpoint, *l.model).step;
   l.model->eval();
   l.speakers = speaker_ids(o.speaker, l.config.data.n_speakers, o.checkpoint);
+  if (!o.vocoder.empty()) l.vocoder = load_vocoder(o.vocoder, l.device);
+  if (GraphedInference::supported(l.device)) {
+    l.graphed = std::make_unique<GraphedInference>(l.model, /*frame_multiple=*/64, /*max_graphs=*/8, /*eager_uses=*/1);
+  }
 }
 
 Synthesizer::~Synthesizer() = default;
 
-SynthesisResult Synthesizer::say(const std::string& utterance, const std::string& what) {
+SynthesisResult Synthesizer::say(const std::string& text, const std::string& what) {
+  SynthesisResult result;
+  say_all({{text, what}}, 1, [&](size_t, SynthesisResult&& r) { result = std::move(r); });
+  return result;
+}
+
+void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, const Done& done) {
+  if (batch_size < 1) throw UserError("--batch-size " + std::to_string(batch_size) + ": must be positive");
+  Loaded& l = *loaded_;
+  // Every text is tokenized first: one with nothing to say stops the run before any output.
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<std::string> unknown;
+  for (const Utterance& u : texts) {
+    ids.push_back(l.tokens(u));
+    unknown.push_back(l.tp.unknown_report());
+  }
+  // Longest first (a batch that does not fit fails at once), so that a batch's texts pad little.
+  std::vector<size_t> order(texts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() > ids[b].size(); });
+  for (size_t start = 0; start < order.size(); start += static_cast<size_t>(batch_size)) {
+    const std::vector<size_t> batch(order.begin() + static_cast<std::ptrdiff_t>(start),
+                                    order.begin() + static_cast<std::ptrdiff_t>(
+                                                        std::min(order.size(), start + static_cast<size_t>(batch_size))));
+    say_batch(texts, ids, unknown, batch, done);
+  }
+}
+
+void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vector<std::vector<int64_t>>& ids,
+                            const std::vector<std::string>& unknown, const std::vector<size_t>& batch,
+                            const Done& done) {
   Loaded& l = *loaded_;
   const SynthesisOptions& o = l.options;
   const Config& c = l.config;
-  l.tp.reset_unknown();
-  const std::vector<int64_t> ids = l.tp.encode(utterance);
-  if (std::none_of(ids.begin(), ids.end(), [&](int64_t id) { return l.tp.spoken(id); })) {
-    const std::string unknown = l.tp.unknown_report();
-    throw UserError(what + " '" + utterance + "': nothing to say (no letter or phoneme of the symbol set " +
-                    c.text.symbols + " after cleaning" + (unknown.empty() ? "" : "; " + unknown) + ")");
-  }
-
   torch::NoGradGuard no_grad;
-  const auto text = torch::tensor(ids, torch::kInt64).unsqueeze(0).to(l.device);
-  const auto lengths = torch::tensor({static_cast<int64_t>(ids.size())}, torch::kInt64).to(l.device);
-  const int64_t predicted = predicted_frames(l.model, text, lengths, l.speakers, o.length_scale);
-  if (predicted > o.max_frames) {
-    throw UserError(what + ": the model predicts " + std::to_string(predicted) + " mel frames (" +
-                    number(static_cast<double>(predicted) * c.data.mel.hop_length / c.data.mel.sampling_rate) +
-                    " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
-                    std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
+  const auto n = static_cast<int64_t>(batch.size());
+  int64_t t_max = 0;
+  for (size_t k : batch) t_max = std::max(t_max, static_cast<int64_t>(ids[k].size()));
+  torch::Tensor text = torch::zeros({n, t_max}, torch::kInt64), lengths = torch::empty({n}, torch::kInt64);
+  for (int64_t j = 0; j < n; ++j) {
+    const auto& t = ids[batch[static_cast<size_t>(j)]];
+    text[j].narrow(0, 0, static_cast<int64_t>(t.size())).copy_(torch::tensor(t, torch::kInt64));
+    lengths[j] = static_cast<int64_t>(t.size());
   }
-  const auto out = l.model->infer(text, lengths, l.speakers, o.noise_scale, o.length_scale);
-  const int64_t frames = out.y_lengths[0].item<int64_t>();
+  const torch::Tensor speakers = l.speakers.defined() ? l.speakers.expand({n}).contiguous() : torch::Tensor();
+  models::InferenceOutput out =
+      l.model->infer_lengths(text.to(l.device), lengths.to(l.device), speakers, o.length_scale);
 
-  SynthesisResult r;
-  r.step = l.step;
-  r.sample_rate = c.data.mel.sampling_rate;
-  r.unknown_report = l.tp.unknown_report();
-  r.mel = out.y[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
-  r.alignment = out.attn[0].slice(1, 0, frames).to(torch::kCPU, torch::kFloat32);
-  r.audio = o.vocoder.empty() ? griffin_lim_audio(r.mel, c, o) : vocoder_audio(o.vocoder, r.mel, l.device);
-  return r;
+  // The frame budget, per text, before the decoder runs.
+  const std::vector<int64_t> frames = predicted_frames(out.w_ceil, l.model->options().n_sqz());
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t predicted = frames[static_cast<size_t>(j)];
+    if (predicted > o.max_frames) {
+      throw UserError(texts[batch[static_cast<size_t>(j)]].what + ": the model predicts " + std::to_string(predicted) +
+                      " mel frames (" +
+                      number(static_cast<double>(predicted) * c.data.mel.hop_length / c.data.mel.sampling_rate) +
+                      " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
+                      std::to_string(o.max_frames) + "; shorten the text, lower --length-scale or raise --max-frames");
+    }
+  }
+
+  const torch::Tensor y_lengths = out.y_lengths.cpu();  // = frames, now that none is out of bounds
+  // Each text's noise from its own generator (noise_seed), drawn on the host: the same draws
+  // in any batch, and on the CPU and a GPU alike. Zeros past a text's frames are masked.
+  const int64_t n_mels = l.model->options().out_channels();
+  std::vector<torch::Tensor> draws;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t f = y_lengths[j].item<int64_t>();
+    torch::Tensor draw = torch::zeros({n_mels, out.max_frames});
+    if (o.noise_scale > 0) {
+      at::Generator generator = at::detail::createCPUGenerator(noise_seed(o.seed, batch[static_cast<size_t>(j)]));
+      draw.narrow(1, 0, f).copy_(torch::randn({n_mels, f}, generator));
+    }
+    draws.push_back(draw);
+  }
+  if (l.graphed) {
+    l.model->infer_expand(out, o.noise_scale, l.graphed->frame_multiple(), torch::stack(draws));
+    out = l.graphed->decode(std::move(out));
+  } else {
+    l.model->infer_expand(out, o.noise_scale, 1, torch::stack(draws));
+    out.y = l.model->decoder->forward(out.z, out.z_mask, out.g, /*reverse=*/true).first;
+  }
+  const torch::Tensor mels = out.y.to(torch::kCPU, torch::kFloat32), paths = out.attn.to(torch::kCPU, torch::kFloat32);
+
+  for (int64_t j = 0; j < n; ++j) {
+    const size_t k = batch[static_cast<size_t>(j)];
+    const int64_t f = y_lengths[j].item<int64_t>();
+    SynthesisResult r;
+    r.step = l.step;
+    r.sample_rate = c.data.mel.sampling_rate;
+    r.unknown_report = unknown[k];
+    r.mel = mels[j].narrow(1, 0, f).clone();
+    r.alignment = paths[j].narrow(0, 0, static_cast<int64_t>(ids[k].size())).narrow(1, 0, f).clone();
+    r.audio = l.vocoder ? vocoder_audio(o.vocoder, *l.vocoder, r.mel, l.device) : griffin_lim_audio(r.mel, c, o);
+    done(k, std::move(r));
+  }
 }
 
 SynthesisResult synthesize(const SynthesisOptions& o) { return Synthesizer(o).say(o.text); }

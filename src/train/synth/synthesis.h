@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,9 +56,31 @@ struct SynthesisResult {
 // options.max_frames; FileError for the checkpoint.
 SynthesisResult synthesize(const SynthesisOptions& options);
 
-// A checkpoint loaded once for many texts (synthesize --text-file): say() is synthesize() for
-// one text, `what` naming it in errors ("--text", or "FILE:LINE"). The prior noise continues one
-// random stream from options.seed across the calls; options.text is not used.
+// One text to say and the name its errors carry ("--text", or "FILE:LINE").
+struct Utterance {
+  std::string text, what;
+};
+
+// A checkpoint loaded once for many texts (synthesize --text-file); options.text is not used.
+//
+// say_all() runs the texts in batches of up to batch_size, longest (in tokens) first so that a
+// batch's texts pad little: encoder, durations and the decoder's reverse pass once per batch,
+// with each text's padding masked, then each mel cut to its own length and given to the
+// vocoder (Griffin-Lim, or --vocoder one mel at a time). On a GPU the decoder replays a CUDA
+// graph per (batch, 64-frame bucket) shape from the shape's second batch on (GraphedInference).
+//
+// Noise: the k-th text draws its prior noise from its own CPU generator seeded with
+// splitmix64(options.seed, k), on the host, whatever the batch it runs in. So the output of a
+// text depends on the seed and its position k only: not on batch_size, on the other texts, or
+// on the device (up to float rounding: the batch changes the summation order of float32
+// reductions, ~1e-7 of the mel's range; a predicted duration within that of a whole frame may
+// round up the other way and move the length by n_sqz frames). say(text) is text k = 0 of a
+// batch of one: the same as synthesize() with that text, and as the first line of a
+// --text-file with the same seed.
+//
+// Errors: UserError naming `what` for a text with nothing to say (all texts are tokenized
+// before the first batch runs) or over options.max_frames (checked per batch, before its
+// decoder runs; earlier batches are done by then).
 class Synthesizer {
  public:
   explicit Synthesizer(const SynthesisOptions& options);
@@ -66,7 +89,13 @@ class Synthesizer {
   Synthesizer& operator=(const Synthesizer&) = delete;
   SynthesisResult say(const std::string& text, const std::string& what = "--text");
 
+  // done(k, result of texts[k]) for every text, in the order the batches run (not texts').
+  using Done = std::function<void(size_t, SynthesisResult&&)>;
+  void say_all(const std::vector<Utterance>& texts, int batch_size, const Done& done);
+
  private:
+  void say_batch(const std::vector<Utterance>& texts, const std::vector<std::vector<int64_t>>& ids,
+                 const std::vector<std::string>& unknown, const std::vector<size_t>& batch, const Done& done);
   struct Loaded;
   std::unique_ptr<Loaded> loaded_;
 };
