@@ -28,18 +28,14 @@ std::pair<torch::Tensor, double> timed_durations(const torch::Tensor& logp, cons
   return {result.durations, ms};
 }
 
-std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const torch::Tensor& text_lengths,
-                                            const torch::Tensor& mel_lengths,
-                                            const torch::Tensor& reference_durations,
-                                            align::Backend reference_backend,
-                                            const std::vector<align::Backend>& backends, float neg_inf,
-                                            const std::string& batch_label,
-                                            const std::vector<std::string>& ids) {
+std::vector<BackendTiming> compare_backends(const StepAlignment& step, const std::vector<align::Backend>& backends,
+                                            float neg_inf) {
   std::vector<BackendTiming> timings;
-  const torch::Tensor reference = reference_durations.to(torch::kCPU, torch::kInt64);
-  const torch::Tensor lengths = text_lengths.to(torch::kCPU, torch::kInt64);
+  const torch::Tensor reference = step.durations.to(torch::kCPU, torch::kInt64);
+  const torch::Tensor lengths = step.text_lengths.to(torch::kCPU, torch::kInt64);
   for (const auto backend : backends) {
-    auto [durations, ms] = timed_durations(logp, text_lengths, mel_lengths, backend, neg_inf, /*keep_input=*/true);
+    auto [durations, ms] =
+        timed_durations(step.logp, step.text_lengths, step.mel_lengths, backend, neg_inf, /*keep_input=*/true);
     timings.push_back({backend, ms});
     const torch::Tensor got = durations.to(torch::kCPU, torch::kInt64);
     const torch::Tensor differs = got.ne(reference);
@@ -48,9 +44,9 @@ std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const tor
     const torch::Tensor where = differs.nonzero();
     const int64_t b = where[0][0].item<int64_t>(), t = where[0][1].item<int64_t>();
     const int64_t frame = t == 0 ? 0 : reference[b].slice(0, 0, t).sum().item<int64_t>();
-    const std::string id = b < static_cast<int64_t>(ids.size()) ? " '" + ids[b] + "'" : "";
+    const std::string id = b < static_cast<int64_t>(step.ids.size()) ? " '" + step.ids[b] + "'" : "";
     throw UserError("--compare-align: MAS backend " + align::backend_name(backend) +
-                    " disagrees with the training step's " + align::backend_name(reference_backend) + " at " + batch_label +
+                    " disagrees with the training step's " + align::backend_name(step.backend) + " at " + step.label +
                     ", utterance " + std::to_string(b) + id + " (text length " +
                     std::to_string(lengths[b].item<int64_t>()) + "), token " + std::to_string(t) +
                     " starting at frame " + std::to_string(frame) + ": duration " +

@@ -20,16 +20,21 @@ struct BackendTiming {
   double ms = 0;
 };
 
-// logp [B,T,S] float32 on any device; reference_durations [B,T] (the step's own MAS result).
-// batch_label names the batch in messages (e.g. "step 120 (epoch 3, batch 17)"), ids the
-// utterances (may be empty).
-std::vector<BackendTiming> compare_backends(const torch::Tensor& logp, const torch::Tensor& text_lengths,
-                                            const torch::Tensor& mel_lengths,
-                                            const torch::Tensor& reference_durations,
-                                            align::Backend reference_backend,
-                                            const std::vector<align::Backend>& backends, float neg_inf,
-                                            const std::string& batch_label,
-                                            const std::vector<std::string>& ids);
+// One training step's MAS, as the A/B check receives it.
+struct StepAlignment {
+  torch::Tensor logp;          // [B,T,S] float32, on any device
+  torch::Tensor text_lengths;  // [B]
+  torch::Tensor mel_lengths;   // [B]
+  torch::Tensor durations;     // [B,T]: the step's own MAS result, the reference
+  align::Backend backend = align::Backend::kCpu;  // the backend that produced it
+  std::string label;           // names the batch in messages, e.g. "step 120 (epoch 3, batch 17)"
+  std::vector<std::string> ids;  // the utterances (may be empty)
+};
+
+// Every backend in `backends` on its own copy of step.logp, timed; a UserError at the first
+// duration that differs from step.durations.
+std::vector<BackendTiming> compare_backends(const StepAlignment& step, const std::vector<align::Backend>& backends,
+                                            float neg_inf);
 
 // Runs one backend, synchronised, producing what the training step's MAS produces (path and
 // durations), and returns (durations, milliseconds). keep_input: work on a copy of logp (a

@@ -671,12 +671,16 @@ void Trainer::note_skipped(const data::LoaderPosition& position) {
 // --compare-align: MAS on this step's log-likelihood again with every backend, checked against
 // the step's own path and timed. (Only then: a second MAS costs a host wait.)
 void Trainer::compare_align(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position) {
-  const torch::Tensor logp =
-      models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
-  const std::string label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) +
-                            ", batch " + std::to_string(position.batch) + ")";
-  for (const auto& t : compare_backends(logp, batch.text_lengths, r.out.y_lengths, r.out.durations, backend_,
-                                        available_backends(device_), step_options_.mas.neg_inf, label, batch.ids)) {
+  StepAlignment step;
+  step.logp = models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+  step.text_lengths = batch.text_lengths;
+  step.mel_lengths = r.out.y_lengths;
+  step.durations = r.out.durations;
+  step.backend = backend_;
+  step.label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) + ", batch " +
+               std::to_string(position.batch) + ")";
+  step.ids = batch.ids;
+  for (const auto& t : compare_backends(step, available_backends(device_), step_options_.mas.neg_inf)) {
     mas_ms_[t.backend].first += t.ms;
     mas_ms_[t.backend].second += 1;
   }
