@@ -180,6 +180,30 @@ TEST(PickleReader, RefusesWhatTorchSaveDoesNotWriteNamingTheFile) {
   EXPECT_NE(error_of(tensor).find("a tensor where none is expected"), std::string::npos) << error_of(tensor);
 }
 
+TEST(PickleReader, SharedNestedListsAreConvertedOnceAndStayShared) {
+  using namespace std::string_literals;
+  // L0 = [], L(k) = [L(k-1), L(k-1)] through the memo, 60 levels: 2^60 paths from the root, so
+  // a walk that converted each path would never end; the reader must convert each list once.
+  // Each list is memoised and popped; the last one stays as the result.
+  std::string program = "\x80\x02]q\x00"s;
+  constexpr int kLevels = 60;
+  for (int k = 1; k <= kLevels; ++k) {
+    const char prev = static_cast<char>(k - 1), self = static_cast<char>(k);
+    program += "0]("s + "h"s + prev + "h"s + prev + "e"s + "q"s + self;
+  }
+  program += "."s;
+  c10::IValue v = unpickle(program, 0, nullptr, nullptr, "x.pth");
+  for (int k = kLevels; k > 0; --k) {
+    ASSERT_TRUE(v.isList()) << "level " << k;
+    const auto list = v.toListRef();
+    ASSERT_EQ(list.size(), 2u) << "level " << k;
+    EXPECT_TRUE(list[0].is(list[1])) << "level " << k << ": the shared list was copied";
+    v = list[0];
+  }
+  ASSERT_TRUE(v.isList());
+  EXPECT_EQ(v.toListRef().size(), 0u);
+}
+
 TEST(PickleReader, OrderedDictAttributesAreDroppedAndOrderKept) {
   using namespace std::string_literals;
   // OrderedDict() with items 'k': 5, 'a': 1, then BUILD({'_metadata': 1}) as torch.save writes it.
