@@ -92,14 +92,16 @@ TEST(WordSpans, BlanksAndALeadingSpaceAndAMismatchedWordList) {
   auto add = [&](const std::string& s, int64_t f) {
     tokens.push_back({s, std::isalnum(static_cast<unsigned char>(s[0])) != 0 && s != "<blank>", s == " ", f});
   };
-  add("<blank>", 1), add(" ", 3), add("<blank>", 1);   // leading pause: 5 frames
-  add("i", 2), add("<blank>", 1), add("'", 1), add("<blank>", 1), add("m", 2);  // "i'm": frames 5..12
-  add("<blank>", 1), add(" ", 1), add("<blank>", 1);   // a 3-frame gap
-  add("o", 2), add("k", 2), add("<blank>", 6);          // "ok", then a trailing pause
+  // A word takes the blank right before its first spoken token and the one right after its last.
+  add("<blank>", 1), add(" ", 3), add("<blank>", 1);   // leading pause: 4 frames, then i'm's blank
+  add("i", 2), add("<blank>", 1), add("'", 1), add("<blank>", 1), add("m", 2);  // "i'm": frames 4..13
+  add("<blank>", 1), add(" ", 1), add("<blank>", 1);   // the blanks are the words'; a 1-frame gap
+  add("o", 2), add("k", 2), add("<blank>", 1);          // "ok": frames 14..20
+  add(".", 1), add("<blank>", 5);                       // a trailing pause
   WordSpanOptions o;
   o.min_pause_frames = 4;
   WordIntervals w = word_intervals(tokens, {"i'm", "ok"}, o);
-  expect_intervals(w.intervals, expected({{0, 5, ""}, {5, 13, "i'm"}, {13, 19, "ok"}, {19, 25, ""}}));
+  expect_intervals(w.intervals, expected({{0, 4, ""}, {4, 13, "i'm"}, {13, 20, "ok"}, {20, 26, ""}}));
   // A word list that does not match the token groups: the groups spell the labels.
   w = word_intervals(tokens, {"im", "o", "k"}, o);
   EXPECT_FALSE(w.labels_from_text);

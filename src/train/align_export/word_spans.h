@@ -43,8 +43,9 @@ struct WordIntervals {
 };
 
 // The word tier. A word is a run of tokens between separators that holds a spoken token; its
-// frames run from its first to its last spoken token, so punctuation attached to a word ("world."),
-// which tends to absorb the following silence, stays outside it. What lies between words is
+// frames run from its first to its last spoken token, together with the blank right before the
+// first and the blank right after the last (add_blank), so punctuation attached to a word
+// ("world."), which tends to absorb the following silence, stays outside it. What lies between words is
 // handled as WordSpanOptions says; what lies before the first and after the last word is a
 // pause. Labels are `words` when there are as many as token groups; otherwise (a front-end that
 // splits words differently from the text, e.g. espeak-ng joining "of the") the group's spoken
