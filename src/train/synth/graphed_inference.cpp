@@ -33,7 +33,6 @@ struct GraphedInference::Impl {
   using Shape = std::tuple<int64_t, int64_t, bool>;  // batch, padded frames, speakers
 
   models::GlowTTS model;
-  int64_t frame_multiple;
   size_t max_graphs;
   int eager_uses;
   std::map<Shape, int> eager_runs;  // shapes without a graph yet: how often each ran eagerly
@@ -42,8 +41,8 @@ struct GraphedInference::Impl {
   std::map<Shape, Entry> entries;
   uint64_t calls = 0;
 
-  Impl(models::GlowTTS m, int64_t multiple, size_t max, int eager)
-      : model(std::move(m)), frame_multiple(multiple), max_graphs(max), eager_uses(eager),
+  Impl(models::GlowTTS m, size_t max, int eager)
+      : model(std::move(m)), max_graphs(max), eager_uses(eager),
         device(model->parameters().front().device()), pool(at::cuda::graph_pool_handle()) {}
 
   void decode(Entry& e) { e.y = model->decoder->forward(e.z, e.z_mask, e.g, /*reverse=*/true).first; }
@@ -95,7 +94,7 @@ GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple
         "graphed inference: frame_multiple must be a positive multiple of n_sqz, max_graphs >= 1, eager_uses >= 0");
   }
 #ifdef MONOFLOW_HAS_CUDA
-  impl_ = std::make_unique<Impl>(std::move(model), frame_multiple, max_graphs, eager_uses);
+  impl_ = std::make_unique<Impl>(std::move(model), max_graphs, eager_uses);
 #endif
 }
 
