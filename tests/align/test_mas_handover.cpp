@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -30,12 +31,6 @@ class MasHandoverCuda : public ::testing::Test {
     }
   }
 };
-
-int64_t device_smem_limit() {
-  cudaDeviceProp prop{};
-  EXPECT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  return static_cast<int64_t>(prop.sharedMemPerBlockOptin);
-}
 
 // A batch on both devices with its cpu-backend durations.
 struct Case {
@@ -93,7 +88,8 @@ struct StressResult {
 };
 StressResult stress(FusedJitter jitter, int launches, int seeds_per_case, bool both_k, uint64_t seed) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const int64_t limit = device_smem_limit();
+  // The limit maximum_path's cuda-fast dispatch checks v4's block against.
+  const int64_t limit = at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin;
   StressResult r;
   Case c;
   int k = 2;
