@@ -1,18 +1,13 @@
 # Probe: the k=5 convolution over time of the decoder's WN layers ([B, 192, 1, T] channels-last,
 # 192 -> 384): cuDNN's fprop/dgrad/wgrad against matrix products over an im2col copy.
 import torch, torch.nn.functional as F
+from cuda_timing import timed_us
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 torch.backends.cudnn.benchmark = True
 dev = "cuda"
-def t(f, n=40):
-    for _ in range(5): f()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(True), torch.cuda.Event(True)
-    s.record()
-    for _ in range(n): f()
-    e.record(); torch.cuda.synchronize()
-    return s.elapsed_time(e) / n * 1000
+def t(f):
+    return timed_us(f, n=40, warmup=5)
 conv_bwd = torch.ops.aten.convolution_backward
 for T in (300, 432):
   for dtype in (torch.float32, torch.bfloat16):
