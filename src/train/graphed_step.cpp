@@ -64,7 +64,7 @@ struct GraphedTrainStep::Impl {
   // it, so every rank makes the same skip decision and logs the mean losses.
   static constexpr int64_t kShared = 3;
   torch::Tensor flat, shared;
-  std::vector<torch::Tensor> grads;  // persistent: every graph accumulates into these
+  std::vector<torch::Tensor> params, grads;  // grads: persistent views of `flat`
   c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
   std::map<Shape, Entry> entries;
   Entry* last = nullptr;
@@ -103,6 +103,7 @@ struct GraphedTrainStep::Impl {
       grads.push_back(p.grad());
       offset += p.numel();
     }
+    params = std::move(trained);
     optimizer.init_state();
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
     const auto i64 = f32.dtype(torch::kInt64);
@@ -151,12 +152,33 @@ struct GraphedTrainStep::Impl {
     e.in.ids = h.ids;
   }
 
+  // Backward into `flat`. Autograd hands back fresh gradients and one multi-tensor copy moves
+  // them into their views: accumulating into the views instead (backward() onto defined .grad)
+  // costs an add kernel per parameter, ~530 a step, 0.8-1.0 ms of a graphed step on an H100.
+  void backward_into_flat(const torch::Tensor& loss) {
+    std::vector<torch::Tensor> produced = torch::autograd::grad({loss}, params, /*grad_outputs=*/{},
+                                                                /*retain_graph=*/false, /*create_graph=*/false,
+                                                                /*allow_unused=*/true);
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> dst, src;  // the fast path needs equal strides on both sides
+    for (size_t i = 0; i < produced.size(); ++i) {
+      if (!produced[i].defined()) {
+        grads[i].zero_();
+      } else if (produced[i].strides() == grads[i].strides() && produced[i].scalar_type() == grads[i].scalar_type()) {
+        dst.push_back(grads[i]);
+        src.push_back(produced[i]);
+      } else {
+        grads[i].copy_(produced[i]);
+      }
+    }
+    if (!dst.empty()) at::_foreach_copy_(dst, src);
+  }
+
   // What every replay does: train_step with the host's decisions on the device.
   void body(Entry& e) {
-    flat.zero_();
     Losses l = forward_losses(model, e.in, options);
     const torch::Tensor loss = l.mle + l.dur;
-    loss.backward();
+    backward_into_flat(loss);
     torch::NoGradGuard no_grad;
     const torch::Tensor bad = flags.gt(0);
     const torch::Tensor skip_here = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
@@ -202,9 +224,8 @@ struct GraphedTrainStep::Impl {
     auto gen = at::cuda::detail::getDefaultCUDAGenerator(device.index());
     const torch::Tensor rng = gen.get_state();
     {
-      flat.zero_();
       Losses l = forward_losses(model, e.in, options);
-      (l.mle + l.dur).backward();
+      backward_into_flat(l.mle + l.dur);
     }
     flat.zero_();
     flags.zero_();
