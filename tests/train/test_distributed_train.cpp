@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -13,7 +14,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <thread>
 
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
@@ -56,18 +56,61 @@ data::Batch slice(const data::Batch& b, int64_t begin, int64_t end) {
   return s;
 }
 
-// With every item of the same text and mel length, both losses of a batch are the mean of its
-// halves' losses, so the averaged gradient of two ranks is the gradient of the whole batch.
-TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
-  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+// A batch of random token ids and random mels (around -5, log-mel scale) with the given
+// lengths, each item padded to the longest.
+data::Batch random_batch(const Config& c, const std::vector<int64_t>& text_lengths,
+                         const std::vector<int64_t>& mel_lengths) {
+  const int64_t items = static_cast<int64_t>(text_lengths.size());
+  data::Batch b;
+  b.text = torch::randint(1, 20, {items, *std::max_element(text_lengths.begin(), text_lengths.end())}, torch::kInt64);
+  b.text_lengths = torch::tensor(text_lengths, torch::kInt64);
+  b.mel = torch::randn({items, c.data.mel.n_mel_channels, *std::max_element(mel_lengths.begin(), mel_lengths.end())}) - 5;
+  b.mel_lengths = torch::tensor(mel_lengths, torch::kInt64);
+  return b;
+}
+
+// A model with init's weights, without DDI and in eval mode: no dropout, whose masks would
+// differ between the runs compared (training mode changes nothing else).
+models::GlowTTS replica_of(models::GlowTTS& init, const Config& c) {
+  models::GlowTTS m = tiny_model(c);
+  copy_weights(init, m);
+  m->set_ddi(false);
+  m->eval();
+  return m;
+}
+
+// One training step on two ranks (threads) over Gloo, with the tiny model's config.
+class DistributedTrainStep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+  }
   TempDir dir;
   const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+};
+
+// Two `train` processes (scripts/launch.sh or two shells) on the tiny corpus.
+class DistributedTrainer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
+    testing::write_tiny_corpus(corpus);
+  }
+  // Writes dir/tiny.yaml, the tiny run of max_steps steps into run_dir, and returns its path.
+  std::string write_config(int max_steps) {
+    std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus, run_dir, max_steps);
+    return dir / "tiny.yaml";
+  }
+  TempDir dir;
+  const std::string corpus = dir / "corpus";
+  const std::string run_dir = dir / "run";
+};
+
+// With every item of the same text and mel length, both losses of a batch are the mean of its
+// halves' losses, so the averaged gradient of two ranks is the gradient of the whole batch.
+TEST_F(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   torch::manual_seed(11);
-  data::Batch full;
-  full.text = torch::randint(1, 20, {4, 6}, torch::kInt64);
-  full.text_lengths = torch::full({4}, 6, torch::kInt64);
-  full.mel = torch::randn({4, c.data.mel.n_mel_channels, 24}) - 5;
-  full.mel_lengths = torch::full({4}, 24, torch::kInt64);
+  const data::Batch full = random_batch(c, {6, 6, 6, 6}, {24, 24, 24, 24});
 
   // Three copies of the same initial weights, made before any thread runs.
   torch::manual_seed(3);
@@ -75,12 +118,7 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
   // eval(): no dropout (its masks would differ between the runs); training mode changes nothing else.
   reference->set_ddi(false);
   reference->eval();
-  std::vector<models::GlowTTS> ranks{tiny_model(c), tiny_model(c)};
-  for (auto& m : ranks) {
-    copy_weights(reference, m);
-    m->set_ddi(false);
-    m->eval();
-  }
+  std::vector<models::GlowTTS> ranks{replica_of(reference, c), replica_of(reference, c)};
 
   torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.1));
   const StepResult ref = train_step(reference, ref_opt, full, 0.1, StepOptions{});
@@ -123,27 +161,15 @@ TEST(DistributedTrainStep, TwoRanksAveragedEqualOneStepOnTheConcatenatedBatch) {
 // Averaging during backward (GradientReducer, small buckets so that there are many) gives
 // the same gradients, bit for bit, as averaging after it, and every bucket starts while
 // backward still runs (each parameter of the model gets exactly one gradient contribution).
-TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
-  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
-  TempDir dir;
-  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+TEST_F(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
   torch::manual_seed(17);
-  data::Batch b;
-  b.text = torch::randint(1, 20, {4, 7}, torch::kInt64);
-  b.text_lengths = torch::tensor({7, 6, 5, 7}, torch::kInt64);
-  b.mel = torch::randn({4, c.data.mel.n_mel_channels, 28}) - 5;
-  b.mel_lengths = torch::tensor({28, 24, 20, 26}, torch::kInt64);
+  const data::Batch b = random_batch(c, {7, 6, 5, 7}, {28, 24, 20, 26});
   torch::manual_seed(4);
   models::GlowTTS init = tiny_model(c);
   // Per rank: [0] averages during backward, [1] after it.
   std::vector<std::vector<models::GlowTTS>> models(2);
   for (auto& pair : models) {
-    for (int k = 0; k < 2; ++k) {
-      pair.push_back(tiny_model(c));
-      copy_weights(init, pair.back());
-      pair.back()->set_ddi(false);
-      pair.back()->eval();  // no dropout: the two runs must see the same masks
-    }
+    for (int k = 0; k < 2; ++k) pair.push_back(replica_of(init, c));
   }
   std::vector<int> buckets(2), overlapped(2);
   std::vector<StepResult> during(2), after(2);
@@ -175,10 +201,7 @@ TEST(DistributedTrainStep, AveragingDuringBackwardEqualsAveragingAfterIt) {
 }
 
 // A non-finite loss on one rank makes every rank skip the update (and none hangs).
-TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
-  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
-  TempDir dir;
-  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
+TEST_F(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
   torch::manual_seed(5);
   std::vector<models::GlowTTS> ranks{tiny_model(c), tiny_model(c)};
   copy_weights(ranks[0], ranks[1]);
@@ -218,18 +241,12 @@ TEST(DistributedTrainStep, ANonFiniteLossOnOneRankSkipsTheStepOnAll) {
 // Two `train` processes through scripts/launch.sh: rank 0 alone writes metrics and
 // checkpoints, rank 1 (by the test-only MONOFLOW_DEBUG_RANK_CHECKPOINTS) writes its final
 // weights, and they equal rank 0's checkpoint.
-TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
-  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
-  TempDir dir;
-  const std::string corpus = dir / "corpus";
-  testing::write_tiny_corpus(corpus);
-  const std::string run_dir = dir / "run";
-  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus, run_dir, 4);
+TEST_F(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
+  const std::string config = write_config(4);
   const std::string launch = std::string(MONOFLOW_TEST_DIR) + "/../../scripts/launch.sh";
   const std::string command = "MASTER_PORT=" + std::to_string(free_port()) +
                               " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " +
-                              MONOFLOW_TRAIN_EXE + " --config " + (dir / "tiny.yaml") +
-                              " --set data.num_workers=1 2>&1";
+                              MONOFLOW_TRAIN_EXE + " --config " + config + " --set data.num_workers=1 2>&1";
   int status = 0;
   const std::string out = testing::run_command(command, &status);
   ASSERT_EQ(status, 0) << out;
@@ -262,7 +279,7 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   // Both ranks resume from rank 0's checkpoint and still agree two steps later.
   const std::string resume = "MASTER_PORT=" + std::to_string(free_port()) +
                              " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 120 " + launch + " 2 " + MONOFLOW_TRAIN_EXE +
-                             " --config " + (dir / "tiny.yaml") + " --set data.num_workers=1 --max-steps 6 --resume 2>&1";
+                             " --config " + config + " --set data.num_workers=1 --max-steps 6 --resume 2>&1";
   const std::string out2 = testing::run_command(resume, &status);
   ASSERT_EQ(status, 0) << out2;
   EXPECT_NE(out2.find("resumed from " + ckpt + " at step 4"), std::string::npos) << out2;
@@ -275,27 +292,18 @@ TEST(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
 
 // SIGTERM to rank 1 alone: both ranks stop at the same step (the stop flag is shared each
 // step), rank 0 writes the checkpoint of that step, and neither hangs.
-TEST(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
-  if (!distributed_backend_available("gloo")) GTEST_SKIP() << "built without Gloo headers";
-  TempDir dir;
-  const std::string corpus = dir / "corpus";
-  testing::write_tiny_corpus(corpus);
-  const std::string run_dir = dir / "run";
-  std::ofstream(dir / "tiny.yaml") << testing::tiny_config_yaml(corpus, run_dir, 1000);
+TEST_F(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
+  const std::string config = write_config(1000);
   std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) +
                     " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1";
-  const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + (dir / "tiny.yaml") +
+  const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + config +
                             " --set data.num_workers=1 --set train.val_interval=0 --set train.checkpoint_interval=1000";
   const std::string command = "cd " + dir.path() + " && ((" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + train +
                               " > rank0.log 2>&1; echo $? > rank0.rc) & " + env + " RANK=1 LOCAL_RANK=1 " + train +
                               " > rank1.log 2>&1 & echo $! > rank1.pid; wait)";
   // Rank 1 runs without timeout(1), which would signal it a second time (a second signal
   // exits at once); rank 0's timeout ends rank 1 too should the test go wrong.
-  std::thread killer =
-      testing::signal_at_step_two(run_dir, [&] { return testing::pid_in(dir / "rank1.pid"); }, SIGTERM);
-  int status = 0;
-  testing::run_command(command, &status);
-  killer.join();
+  const int status = testing::run_signalling_at_step_two(command, run_dir, dir / "rank1.pid", SIGTERM);
   const std::string log0 = testing::read_text(dir / "rank0.log"), log1 = testing::read_text(dir / "rank1.log");
   ASSERT_EQ(status, 0) << log0 << log1;
   ASSERT_NE(log0.find("(signal)"), std::string::npos) << log0;

@@ -323,11 +323,7 @@ TEST(TrainCli, ASignalStopsWithACheckpointAndExits128PlusTheSignal) {
   // it within 60 s in any case, so the run ends).
   const std::string command = "cd " + dir.path() + " && (" + train +
                               " > train.log 2>&1 & echo $! > train.pid; wait $!; echo $? > train.rc)";
-  std::thread killer =
-      testing::signal_at_step_two(run_dir, [&] { return testing::pid_in(dir / "train.pid"); }, SIGINT);
-  int status = 0;
-  testing::run_command(command, &status);
-  killer.join();
+  testing::run_signalling_at_step_two(command, run_dir, dir / "train.pid", SIGINT);
   const std::string log = testing::read_text(dir / "train.log");
   EXPECT_EQ(std::atoi(testing::read_text(dir / "train.rc").c_str()), 128 + SIGINT) << log;
   EXPECT_NE(log.find("stopped by signal 2"), std::string::npos) << log;

@@ -86,4 +86,16 @@ inline std::thread signal_at_step_two(const std::string& run_dir, std::function<
 // The pid a shell command wrote to `file` (`echo $! > file`), 0 if none.
 inline int pid_in(const std::string& file) { return std::atoi(read_text(file).c_str()); }
 
+// Runs the shell `command`, which starts a trainer in the background and writes its pid to
+// pid_file, and sends that process `signal` once run_dir's metrics have logged step 2; returns
+// the command's exit status.
+inline int run_signalling_at_step_two(const std::string& command, const std::string& run_dir,
+                                      const std::string& pid_file, int signal) {
+  std::thread killer = signal_at_step_two(run_dir, [pid_file] { return pid_in(pid_file); }, signal);
+  int status = 0;
+  run_command(command, &status);
+  killer.join();
+  return status;
+}
+
 }  // namespace monoflow::train::testing
