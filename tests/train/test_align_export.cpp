@@ -256,26 +256,17 @@ int64_t json_int(const std::string& json, const std::string& key) {
 }
 
 // A tiny corpus and a checkpoint of three training steps, shared by the end-to-end tests.
-class AlignRun : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    testing::write_tiny_corpus(*dir_ / "corpus");
-    const Config c = testing::tiny_config(*dir_ / "corpus", *dir_ / "run", 3);
+class AlignRun : public testing::SharedCheckpointSuite<AlignRun> {
+ public:
+  static std::string make_checkpoint(const TempDir& dir) {
+    testing::write_tiny_corpus(dir / "corpus");
+    const Config c = testing::tiny_config(dir / "corpus", dir / "run", 3);
     RunOptions ro;
     ro.quiet = true;
     ro.config_yaml = to_yaml(c);
-    checkpoint_ = new std::string(train(c, ro).checkpoint);
+    return train(c, ro).checkpoint;
   }
-  static void TearDownTestSuite() {
-    delete checkpoint_;
-    delete dir_;
-  }
-  static TempDir* dir_;
-  static std::string* checkpoint_;
 };
-TempDir* AlignRun::dir_ = nullptr;
-std::string* AlignRun::checkpoint_ = nullptr;
 
 // The durations files hold the model's own MAS durations (computed here one utterance at a time),
 // with the frames the model does not see (past its multiple of n_sqz) on the last token, and sum

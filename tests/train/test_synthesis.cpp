@@ -52,7 +52,10 @@ std::string tiny_checkpoint(const TempDir& dir, int speakers = 0) {
   return path;
 }
 
-class Synthesis : public ::testing::Test {
+class Synthesis : public testing::SharedCheckpointSuite<Synthesis> {
+ public:
+  static std::string make_checkpoint(const TempDir& dir) { return tiny_checkpoint(dir); }
+
  protected:
   // One intra-op thread: ctest runs several suites at once, and a batch's ops are large enough
   // for torch to spread them over every core: on the 16-core GPU machine, four such processes
@@ -64,14 +67,6 @@ class Synthesis : public ::testing::Test {
   }
   void TearDown() override { torch::set_num_threads(threads_); }
   int threads_ = 1;
-  static void SetUpTestSuite() {
-    dir_ = new TempDir();
-    checkpoint_ = new std::string(tiny_checkpoint(*dir_));
-  }
-  static void TearDownTestSuite() {
-    delete checkpoint_;
-    delete dir_;
-  }
   static SynthesisOptions options(const std::string& text) {
     SynthesisOptions o;
     o.checkpoint = *checkpoint_;
@@ -80,11 +75,7 @@ class Synthesis : public ::testing::Test {
     o.griffin_lim_iterations = 2;
     return o;
   }
-  static TempDir* dir_;
-  static std::string* checkpoint_;
 };
-TempDir* Synthesis::dir_ = nullptr;
-std::string* Synthesis::checkpoint_ = nullptr;
 
 TEST_F(Synthesis, ATextWithSomethingToSayGivesAudio) {
   const SynthesisResult r = synthesize(options("hello world."));

@@ -5,11 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <chrono>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -36,6 +39,24 @@ class TempDir {
 
  private:
   std::string path_;
+};
+
+// The base of a test suite whose tests share one checkpoint: Suite::make_checkpoint(dir) writes
+// it into a fresh folder once, before the suite's first test, and the folder goes after its
+// last. Tests read dir_ and checkpoint_.
+template <class Suite>
+class SharedCheckpointSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<TempDir>();
+    checkpoint_ = std::make_unique<std::string>(Suite::make_checkpoint(*dir_));
+  }
+  static void TearDownTestSuite() {
+    checkpoint_.reset();
+    dir_.reset();
+  }
+  static inline std::unique_ptr<TempDir> dir_;
+  static inline std::unique_ptr<std::string> checkpoint_;
 };
 
 inline std::string read_text(const std::string& path) {
