@@ -15,14 +15,23 @@ using monoflow::data::testing::expect_file_error;
 using monoflow::data::testing::TempDir;
 using monoflow::data::testing::write_text;
 
-TEST(Manifest, LJSpeechUsesTheNormalizedColumn) {
+// Each test reads lists it writes into a fresh folder.
+class Manifest : public ::testing::Test {
+ protected:
+  // Writes `metadata` as the folder's metadata.csv and reads the folder as an LJSpeech corpus.
+  std::vector<Utterance> read_metadata(const std::string& metadata, BadLines& bad) {
+    write_text(dir / "metadata.csv", metadata);
+    return read_ljspeech(dir.path(), bad);
+  }
   TempDir dir;
-  write_text(dir / "metadata.csv",
-             "LJ001-0001|Printing, in the 1st sense|Printing, in the first sense\r\n"
-             "\n"
-             "LJ001-0002|Mr. Smith|Mister Smith\n");
+};
+
+TEST_F(Manifest, LJSpeechUsesTheNormalizedColumn) {
   BadLines bad("error");
-  auto u = read_ljspeech(dir.path(), bad);
+  auto u = read_metadata("LJ001-0001|Printing, in the 1st sense|Printing, in the first sense\r\n"
+                         "\n"
+                         "LJ001-0002|Mr. Smith|Mister Smith\n",
+                         bad);
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[0].id, "LJ001-0001");
   EXPECT_EQ(u[0].text, "Printing, in the first sense");
@@ -33,18 +42,15 @@ TEST(Manifest, LJSpeechUsesTheNormalizedColumn) {
   EXPECT_EQ(u[1].speaker, -1);
 }
 
-TEST(Manifest, ErrorPolicyNamesFileAndLine) {
-  TempDir dir;
+TEST_F(Manifest, ErrorPolicyNamesFileAndLine) {
   write_text(dir / "metadata.csv", "a|A|a\nb|only two\nc|C|c\n");
   BadLines bad("error");
   expect_file_error([&] { read_ljspeech(dir.path(), bad); }, dir / "metadata.csv", 2, "metadata.csv:2:");
 }
 
-TEST(Manifest, SkipPolicyCountsBadLines) {
-  TempDir dir;
-  write_text(dir / "metadata.csv", "a|A|a\nb|only two\nc|C|   \n|D|d\ne|E|e\n");
+TEST_F(Manifest, SkipPolicyCountsBadLines) {
   BadLines bad("skip");
-  auto u = read_ljspeech(dir.path(), bad);
+  auto u = read_metadata("a|A|a\nb|only two\nc|C|   \n|D|d\ne|E|e\n", bad);
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[0].id, "a");
   EXPECT_EQ(u[1].id, "e");
@@ -52,8 +58,7 @@ TEST(Manifest, SkipPolicyCountsBadLines) {
   EXPECT_THROW(BadLines("ignore"), monoflow::UserError);
 }
 
-TEST(Manifest, MissingMetadataIsAFileError) {
-  TempDir dir;
+TEST_F(Manifest, MissingMetadataIsAFileError) {
   BadLines bad("skip");
   EXPECT_THROW(read_ljspeech(dir / "nowhere", bad), monoflow::FileError);
   EXPECT_THROW(read_filelist(dir / "none.txt", false, 0, "", bad), monoflow::FileError);
@@ -61,8 +66,7 @@ TEST(Manifest, MissingMetadataIsAFileError) {
 
 // Found by fuzz_manifest: a directory opened as an empty list, and the run failed later with
 // "no training utterances" instead of naming the path.
-TEST(Manifest, ADirectoryAsTheListIsAFileErrorNamingIt) {
-  TempDir dir;
+TEST_F(Manifest, ADirectoryAsTheListIsAFileErrorNamingIt) {
   std::filesystem::create_directories(dir / "ljs/metadata.csv");
   BadLines bad("skip");
   for (const auto& read : std::vector<std::function<void()>>{
@@ -72,8 +76,7 @@ TEST(Manifest, ADirectoryAsTheListIsAFileErrorNamingIt) {
   }
 }
 
-TEST(Manifest, FilelistSingleSpeaker) {
-  TempDir dir;
+TEST_F(Manifest, FilelistSingleSpeaker) {
   write_text(dir / "list.txt", "DUMMY/LJ001-0001.wav|Text one.\n/abs/x.wav|Two | with a pipe\nnopipe\n");
   BadLines bad("skip");
   auto u = read_filelist(dir / "list.txt", false, 0, "/data/lj", bad);
@@ -88,8 +91,7 @@ TEST(Manifest, FilelistSingleSpeaker) {
   EXPECT_EQ(rel[0].audio_path, "DUMMY/LJ001-0001.wav");
 }
 
-TEST(Manifest, FilelistMultiSpeaker) {
-  TempDir dir;
+TEST_F(Manifest, FilelistMultiSpeaker) {
   write_text(dir / "list.txt", "a.wav|3|Hello.\nb.wav|x|Bad speaker.\nc.wav|12|Too big.\nd.wav|0|\ne.wav|11|Last.\n");
   BadLines bad("skip");
   auto u = read_filelist(dir / "list.txt", true, 12, "", bad);
@@ -103,7 +105,7 @@ TEST(Manifest, FilelistMultiSpeaker) {
   expect_file_error([&] { read_filelist(dir / "list.txt", true, 12, "", strict); }, "", 2, "");
 }
 
-TEST(Manifest, SeededSplitIsDeterministicAndDisjoint) {
+TEST_F(Manifest, SeededSplitIsDeterministicAndDisjoint) {
   std::vector<Utterance> all(50);
   for (int i = 0; i < 50; ++i) all[i].id = "u" + std::to_string(i);
   auto a = seeded_split(all, 10, 1234);
@@ -128,11 +130,9 @@ TEST(Manifest, SeededSplitIsDeterministicAndDisjoint) {
   EXPECT_EQ(seeded_split(all, 500, 1).first.size(), 1u);  // at least one left for training
 }
 
-TEST(Manifest, ByteOrderMarkIsStripped) {
-  TempDir dir;
-  write_text(dir / "metadata.csv", "\xEF\xBB\xBFLJ001-0001|One|one\nLJ001-0002|Two|two\n");
+TEST_F(Manifest, ByteOrderMarkIsStripped) {
   BadLines bad("error");
-  auto u = read_ljspeech(dir.path(), bad);
+  auto u = read_metadata("\xEF\xBB\xBFLJ001-0001|One|one\nLJ001-0002|Two|two\n", bad);
   ASSERT_EQ(u.size(), 2u);
   EXPECT_EQ(u[0].id, "LJ001-0001");
   EXPECT_EQ(u[0].audio_path, dir / "wavs/LJ001-0001.wav");
@@ -142,8 +142,7 @@ TEST(Manifest, ByteOrderMarkIsStripped) {
   EXPECT_EQ(f[0].audio_path, "a.wav");
 }
 
-TEST(Manifest, InvalidUtf8IsABadLineWithFileAndLine) {
-  TempDir dir;
+TEST_F(Manifest, InvalidUtf8IsABadLineWithFileAndLine) {
   // Line 2: a Latin-1 'e acute' (0xE9), not UTF-8; line 3: valid UTF-8 'e acute'.
   write_text(dir / "metadata.csv", "a|A|a\nb|Caf\xE9|caf\xE9\nc|Caf\xC3\xA9|caf\xC3\xA9\n");
   BadLines strict("error");
