@@ -13,8 +13,6 @@
 namespace monoflow::models {
 namespace {
 
-bool have_cuda() { return torch::cuda::is_available(); }
-
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.cpu().to(torch::kDouble) - b.cpu().to(torch::kDouble)).abs().max().item<double>();
 }
@@ -91,12 +89,41 @@ double scale_of(const torch::Tensor& reference) {
   return std::max(1.0, reference.abs().max().item<double>());
 }
 
-TEST(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+// What SCOPED_TRACE shows of a case.
+std::string describe(const Case& c) {
+  return std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
+         " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t);
+}
+
+torch::TensorOptions cuda_float() { return torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA); }
+
+// The case's x_mask [B, 1, T] on the GPU, with padding inside the batch: item 0 is half as long.
+torch::Tensor padded_mask(const Case& c) {
+  std::vector<int64_t> lengths(c.b, c.t);
+  lengths[0] = c.t / 2;
+  return mask_of(lengths, c.t, torch::kCUDA);
+}
+
+// Fresh leaves (requiring grad) with the values and layouts of `inputs`: the reference and the
+// fused op each get their own, so that their gradients can be compared.
+std::vector<torch::Tensor> leaf_copies(const std::vector<torch::Tensor>& inputs) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : inputs) out.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
+  return out;
+}
+
+// The kernels' tests: skipped without a GPU.
+class WnFusedCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
   torch::manual_seed(3);
   for (const auto& c : cases()) {
-    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
-                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
+    SCOPED_TRACE(describe(c));
     auto options = torch::TensorOptions().dtype(c.dtype).device(torch::kCUDA);
     auto x_ref = (randn_in(c.b, 2 * c.h, c.t, c.channels_last, options) * 2).detach().requires_grad_(true);
     auto x_fused = x_ref.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true);
@@ -125,8 +152,7 @@ TEST(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
 // inputs were dropped (kept: tanh(s) * sigmoid(s) with s = 1 / keep; a dropped: 0; b dropped:
 // tanh(s) / 2; both: 0). The recovered masks drop about p of the elements, and the same masks
 // give the reference's gradients, so backward regenerated forward's mask.
-TEST(WnFusedCuda, GateDropoutDropsAboutPAndBackwardUsesTheSameMask) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+TEST_F(WnFusedCuda, GateDropoutDropsAboutPAndBackwardUsesTheSameMask) {
   torch::manual_seed(6);
   const double p = 0.3, keep = 1 - p, s = 1 / keep;
   for (bool cl : {false, true}) {
@@ -165,24 +191,16 @@ TEST(WnFusedCuda, GateDropoutDropsAboutPAndBackwardUsesTheSameMask) {
   }
 }
 
-TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+TEST_F(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
   torch::manual_seed(4);
   for (const auto& c : cases()) {
-    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
-                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
-    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+    SCOPED_TRACE(describe(c));
+    const auto f32 = cuda_float();
     auto x = randn_in(c.b, c.h, c.t, c.channels_last, f32);
     auto skip = randn_in(c.b, c.h, c.t, c.channels_last, f32);
     auto res_skip = randn_in(c.b, 2 * c.h, c.t, c.channels_last, f32.dtype(c.dtype));
-    std::vector<int64_t> lengths(c.b, c.t);
-    lengths[0] = c.t / 2;  // padding inside the batch
-    auto mask = mask_of(lengths, c.t, torch::kCUDA);
-    std::vector<torch::Tensor> ref_in, fused_in;
-    for (const auto& t : {x, skip, res_skip}) {
-      ref_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
-      fused_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
-    }
+    auto mask = padded_mask(c);
+    std::vector<torch::Tensor> ref_in = leaf_copies({x, skip, res_skip}), fused_in = leaf_copies({x, skip, res_skip});
     auto bias_ref = torch::randn({2 * c.h}, f32).requires_grad_(true);
     auto bias_fused = bias_ref.detach().clone().requires_grad_(true);
     auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias_ref, mask);
@@ -206,24 +224,16 @@ TEST(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
 
 // residual_skip_low: the same update plus x_out in res_skip's dtype, whose gradient the
 // backward kernel adds to x_out's. Against the reference followed by a cast (autograd's).
-TEST(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
   torch::manual_seed(6);
   for (const auto& c : cases()) {
-    SCOPED_TRACE(std::string(c10::toString(c.dtype)) + (c.channels_last ? " channels-last" : " contiguous") +
-                 " H=" + std::to_string(c.h) + " T=" + std::to_string(c.t));
-    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
-    std::vector<int64_t> lengths(c.b, c.t);
-    lengths[0] = c.t / 2;
-    auto mask = mask_of(lengths, c.t, torch::kCUDA);
+    SCOPED_TRACE(describe(c));
+    const auto f32 = cuda_float();
+    auto mask = padded_mask(c);
     std::vector<torch::Tensor> inputs{randn_in(c.b, c.h, c.t, c.channels_last, f32),
                                       randn_in(c.b, c.h, c.t, c.channels_last, f32),
                                       randn_in(c.b, 2 * c.h, c.t, c.channels_last, f32.dtype(c.dtype))};
-    std::vector<torch::Tensor> ref_in, fused_in;
-    for (const auto& t : inputs) {
-      ref_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
-      fused_in.push_back(t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true));
-    }
+    std::vector<torch::Tensor> ref_in = leaf_copies(inputs), fused_in = leaf_copies(inputs);
     auto bias = torch::randn({2 * c.h}, f32);
     auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias, mask);
     auto r_low = rx.to(c.dtype);
@@ -246,9 +256,8 @@ TEST(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
     // x_out used only through its copy (the last update before a block's last layer): its
     // gradient is undefined, and the kernel reads it as zero
     if (c.dtype == torch::kFloat) continue;  // there x_low is x_out itself
-    for (auto* in : {&ref_in, &fused_in}) {
-      for (auto& t : *in) t = t.detach().clone(torch::MemoryFormat::Preserve).requires_grad_(true);
-    }
+    ref_in = leaf_copies(ref_in);
+    fused_in = leaf_copies(fused_in);
     auto [rx2, rs2] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias, mask);
     auto [fx2, fs2, f_low2] = residual_skip_low(fused_in[0], fused_in[1], fused_in[2], bias, mask);
     torch::autograd::backward({rs2, rx2.to(c.dtype)}, {gs, g_low});
@@ -260,8 +269,7 @@ TEST(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
   }
 }
 
-TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+TEST_F(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   at::globalContext().setAllowTF32CuDNN(false);
   torch::manual_seed(5);
   auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
@@ -326,8 +334,7 @@ TEST(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
 // The coupling block, whose WN runs the fused kernels on [B, C, 1, T] ChannelsLast tensors on a
 // GPU (and, with speaker conditioning, the composite gate): same z, logdet and gradients as on
 // the CPU, and the reverse pass inverts the forward.
-TEST(WnFusedCuda, CouplingBlockMatchesTheCpuWithAndWithoutSpeakers) {
-  if (!have_cuda()) GTEST_SKIP() << "no CUDA device";
+TEST_F(WnFusedCuda, CouplingBlockMatchesTheCpuWithAndWithoutSpeakers) {
   at::globalContext().setAllowTF32CuDNN(false);
   at::globalContext().setAllowTF32CuBLAS(false);
   for (int64_t gin : {0, 4}) {
