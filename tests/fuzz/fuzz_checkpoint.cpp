@@ -100,9 +100,7 @@ int main(int argc, char** argv) {
   t.seeds.push_back(train::testing::replace_in_pickle(good, "K\x0dtQ", train::testing::binint(1000000) + "tQ"));
   fuzz::mutate_as_pickle_archive(t);
   t.run = run;
-  t.fixed_cases = [] {
-    fuzz::expect_user_error([] { train::read_checkpoint_state(dir()); }, "a directory as the checkpoint");
-    fuzz::expect_user_error([] { train::read_checkpoint_state(dir() + "/missing.pt"); }, "a missing checkpoint");
-  };
+  t.fixed_cases = fuzz::unreadable_path_cases([](const std::string& path) { train::read_checkpoint_state(path); },
+                                              dir, "missing.pt", "checkpoint");
   return fuzz::fuzz_main(argc, argv, t);
 }

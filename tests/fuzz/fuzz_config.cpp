@@ -71,10 +71,8 @@ int main(int argc, char** argv) {
       run(input);
     }
   };
-  t.fixed_cases = [] {
-    const std::string dir = fuzz::temp_dir("fuzz_config");
-    fuzz::expect_user_error([&] { train::load_config(dir); }, "a directory as the config file");
-    fuzz::expect_user_error([&] { train::load_config(dir + "/missing.yaml"); }, "a missing config file");
-  };
+  t.fixed_cases = fuzz::unreadable_path_cases([](const std::string& path) { train::load_config(path); },
+                                              [] { return fuzz::temp_dir("fuzz_config"); }, "missing.yaml",
+                                              "config file");
   return fuzz::fuzz_main(argc, argv, t);
 }

@@ -226,6 +226,17 @@ void expect_user_error(const std::function<void()>& f, const std::string& what) 
   throw std::runtime_error(what + ": accepted, where a UserError was due");
 }
 
+std::function<void()> unreadable_path_cases(std::function<void(const std::string& path)> read,
+                                            std::function<std::string()> dir, std::string missing_name,
+                                            std::string what) {
+  return [read = std::move(read), dir = std::move(dir), missing_name = std::move(missing_name),
+          what = std::move(what)] {
+    const std::string d = dir();
+    expect_user_error([&] { read(d); }, "a directory as the " + what);
+    expect_user_error([&] { read(d + "/" + missing_name); }, "a missing " + what);
+  };
+}
+
 // Under a sanitizer its report goes to stderr: then nothing is silenced.
 QuietStderr::QuietStderr() : saved_(kSanitized ? -1 : ::dup(2)) {
   if (saved_ < 0) return;

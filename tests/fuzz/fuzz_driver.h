@@ -47,6 +47,13 @@ int fuzz_main(int argc, char** argv, const Target& target);
 // `what`), and any other exception goes on to the driver, which reports it.
 void expect_user_error(const std::function<void()>& f, const std::string& what);
 
+// Fixed cases of a file reader: read(path) must throw UserError for a directory (the folder
+// dir() gives) and for a file missing from it (missing_name); `what` names the file in the
+// failures ("a directory as the <what>", "a missing <what>").
+std::function<void()> unreadable_path_cases(std::function<void(const std::string& path)> read,
+                                            std::function<std::string()> dir, std::string missing_name,
+                                            std::string what);
+
 // A fresh folder under the temp dir, removed at exit (helpers for file-based targets).
 std::string temp_dir(const std::string& name);
 void write_bytes(const std::string& path, const std::string& bytes);

@@ -69,9 +69,7 @@ int main(int argc, char** argv) {
   t.seeds.push_back(train::testing::replace_in_pickle(small, train::testing::binint(10) + "tQ", train::testing::binint(1000) + "tQ"));
   fuzz::mutate_as_pickle_archive(t);
   t.run = run;
-  t.fixed_cases = [] {
-    fuzz::expect_user_error([] { models::read_state_dict(dir()); }, "a directory as the weights file");
-    fuzz::expect_user_error([] { models::read_state_dict(dir() + "/missing.pth"); }, "a missing weights file");
-  };
+  t.fixed_cases = fuzz::unreadable_path_cases([](const std::string& path) { models::read_state_dict(path); }, dir,
+                                              "missing.pth", "weights file");
   return fuzz::fuzz_main(argc, argv, t);
 }
