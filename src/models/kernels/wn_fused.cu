@@ -53,6 +53,38 @@ int blocks_for(int64_t work) {
 
 bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// A pack's place in an [outer, span] tensor: row o, first element r.
+struct PackAt {
+  int64_t o, r;
+};
+
+// The kernels' grid-stride loop over the packs of V elements of an [outer, span] tensor (span a
+// multiple of V), as a range: for (const auto [o, r] : Packs<V>(outer, span)). A range rather
+// than a helper taking a lambda, which changed how nvcc unrolled the gate's backward loop.
+template <int V>
+struct Packs {
+  struct Iterator {
+    int64_t p, packs, total;
+    __device__ __forceinline__ PackAt operator*() const {
+      const int64_t o = p / packs;
+      return {o, (p - o * packs) * V};
+    }
+    __device__ __forceinline__ Iterator& operator++() {
+      p += int64_t(gridDim.x) * blockDim.x;
+      return *this;
+    }
+    __device__ __forceinline__ bool operator!=(const Iterator&) const { return p < total; }  // only against end()
+  };
+
+  __device__ __forceinline__ Packs(int64_t outer, int64_t span) : packs(span / V), total(outer * packs) {}
+  __device__ __forceinline__ Iterator begin() const {
+    return {blockIdx.x * int64_t(blockDim.x) + threadIdx.x, packs, total};
+  }
+  __device__ __forceinline__ Iterator end() const { return {total, packs, total}; }
+
+  int64_t packs, total;
+};
+
 // ---- tanh-sigmoid gate, with the in_layer's bias and dropout ---------------------------------
 struct Dropout {
   bool enabled;
@@ -139,9 +171,7 @@ template <typename T, int V>
 __global__ void gate_forward(const T* __restrict__ in, const float* __restrict__ bias, T* __restrict__ acts,
                              int64_t outer, int64_t span, int64_t inner, GateDropout dropout) {
   const Dropout d = unpack(dropout);
-  const int64_t packs = span / V, total = outer * packs;
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = p / packs, r = (p - o * packs) * V;
+  for (const auto [o, r] : Packs<V>(outer, span)) {
     float a[V], b[V];
     gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
     Pack<T, V> y;
@@ -156,9 +186,7 @@ __global__ void gate_backward(const T* __restrict__ in, const float* __restrict_
                               T* __restrict__ grad_in, int64_t outer, int64_t span, int64_t inner,
                               GateDropout dropout) {
   const Dropout d = unpack(dropout);
-  const int64_t packs = span / V, total = outer * packs;
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = p / packs, r = (p - o * packs) * V;
+  for (const auto [o, r] : Packs<V>(outer, span)) {
     float a[V], b[V];
     gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
     const auto g = load<T, V>(grad_acts + o * span + r);
@@ -202,9 +230,7 @@ __global__ void residual_skip_forward(const float* __restrict__ x, const float* 
                                       const float* __restrict__ mask,
                                       float* __restrict__ x_out, float* __restrict__ skip_out,
                                       R* __restrict__ x_low, int64_t outer, int64_t span, int64_t inner) {
-  const int64_t packs = span / V, total = outer * packs;
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = p / packs, r = (p - o * packs) * V;
+  for (const auto [o, r] : Packs<V>(outer, span)) {
     const int64_t i = inner == 1 ? 0 : r % inner;
     const auto xs = load<float, V>(x + o * span + r), ss = load<float, V>(skip_sum + o * span + r);
     const auto res = load<R, V>(res_skip + o * 2 * span + r), skip = load<R, V>(res_skip + o * 2 * span + span + r);
@@ -237,9 +263,7 @@ __global__ void residual_skip_backward(const float* __restrict__ grad_x_out, con
                                        const R* __restrict__ grad_x_low, const float* __restrict__ mask,
                                        float* __restrict__ grad_x,
                                        R* __restrict__ grad_res_skip, int64_t outer, int64_t span, int64_t inner) {
-  const int64_t packs = span / V, total = outer * packs;
-  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < total; p += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t o = p / packs, r = (p - o * packs) * V;
+  for (const auto [o, r] : Packs<V>(outer, span)) {
     const int64_t i = inner == 1 ? 0 : r % inner;
     Pack<float, V> gx{};
     if (grad_x_out) gx = load<float, V>(grad_x_out + o * span + r);
