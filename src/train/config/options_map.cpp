@@ -1,10 +1,13 @@
 #include "train/config/options_map.h"
 
 #include "common/error.h"
+#include "train/cuda_memory.h"
 
 namespace monoflow::train {
 
-torch::Device resolve_device(const std::string& name) {
+namespace {
+
+torch::Device pick_device(const std::string& name) {
   const bool cuda = torch::cuda::is_available();
   if (name == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   if (name == "cpu") return torch::kCPU;
@@ -21,6 +24,14 @@ torch::Device resolve_device(const std::string& name) {
     return d.has_index() ? d : torch::Device(torch::kCUDA, 0);
   }
   throw UserError("run.device: unknown device '" + name + "'; use auto, cpu, cuda or cuda:N");
+}
+
+}  // namespace
+
+torch::Device resolve_device(const std::string& name) {
+  const torch::Device device = pick_device(name);
+  if (device.is_cuda()) apply_default_cuda_allocator_settings();  // before the run allocates there
+  return device;
 }
 
 align::Backend resolve_backend(const std::string& name, const torch::Device& device) {
