@@ -11,6 +11,8 @@
 # ALIGN_SET adds `--set` overrides to the training run, e.g. "data.add_blank=true" or
 # "data.cmudict_path=data/cmudict/cmudict.dict data.add_blank=true" (the token choices that
 # users' tools issue asks to measure; align reads them back from the checkpoint's config).
+# ALIGN_SCORE_ALL=1 also aligns (cuda) and scores every kept checkpoint, one line each: how
+# accuracy moves with training length (pair it with train.keep_checkpoints in ALIGN_SET).
 set -uo pipefail
 CORPUS=data/monoflow-corpus
 [ -x "$BUILD/bin/align" ] && [ -x "$BUILD/bin/train" ] || { echo "align.sh: align/train not built, skipped"; exit 0; }
@@ -31,6 +33,18 @@ echo "train exit $?: $(grep -E '^done' "$A/train.log" | tail -1)"
 ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt 2>/dev/null | tail -1)
 [ -n "$ckpt" ] || { tail -5 "$A/train.log"; exit 1; }
 rc=0
+if [ "${ALIGN_SCORE_ALL:-0}" = 1 ]; then
+  echo "step,median_abs_ms,median_signed_ms,within_10,within_25,within_50"
+  for c in $(ls "$RUN"/checkpoints/ckpt_*.pt | sort -V); do
+    step=$(basename "$c" .pt); step=$((10#${step#ckpt_}))
+    "$BUILD/bin/align" --checkpoint "$c" --dataset-dir "$CORPUS" --out "$A/at_$step" --device cuda \
+      --batch-size 32 --cache-dir "$A/cache" -q > "$A/align_at_$step.log" 2>&1 || { tail -3 "$A/align_at_$step.log"; continue; }
+    python3 scripts/score_alignment.py --textgrids "$A/at_$step/textgrids" --reference "$CORPUS/words" \
+      --json "$A/scores_at_$step.json" > /dev/null &&
+      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], *(f'{r[k]:.1f}' for k in ('median_abs_ms', 'median_signed_ms')), *(f'{100 * r[f\"within_{t}ms\"]:.1f}' for t in (10, 25, 50)), sep=',')" "$A/scores_at_$step.json" "$step"
+    rm -rf "$A/at_$step"
+  done | tee "$A/by_step.csv"
+fi
 for device in cuda cpu; do
   rm -rf "$A/$device"
   start=$(date +%s%N)
