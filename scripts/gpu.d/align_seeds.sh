@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Run-to-run spread of alignment accuracy, for scripts/gpu.sh (GPU machine; ~30 s a run).
+# Skipped unless ALIGN_SEEDS is set, e.g. ALIGN_SEEDS="11 22 33". For each seed and each token
+# choice ("chars": configs/quickstart.yaml as is; "blank": data.add_blank=true), trains
+# quickstart.yaml on the default corpus for ALIGN_SEED_STEPS (2500: one run's accuracy has
+# settled by then, docs/benchmarks.md) steps, one run after another (six at once on one H100
+# ran at ~9 steps/s each: time-slicing between processes), then aligns its last checkpoint on
+# ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
+# $OUT/align_seeds.csv.
+# Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
+set -uo pipefail
+[ -n "${ALIGN_SEEDS:-}" ] || exit 0
+CORPUS=data/monoflow-corpus
+[ -x "$BUILD/bin/align" ] && [ -x "$BUILD/bin/train" ] || { echo "align_seeds.sh: align/train not built, skipped"; exit 0; }
+[ -d "$CORPUS/words" ] || { echo "align_seeds.sh: $CORPUS/words missing, skipped"; exit 0; }
+W=$OUT/align_seeds
+mkdir -p "$W"
+declare -A CHOICE=([chars]="" [blank]="data.add_blank=true")
+STEPS=${ALIGN_SEED_STEPS:-2500}
+DEVICE=${ALIGN_DEVICE:-cuda}
+echo "== alignment accuracy over seeds ${ALIGN_SEEDS}, ${!CHOICE[*]}, $STEPS steps each"
+echo "tokens,seed,steps,median_abs_ms,median_signed_ms,within_10,within_25,within_50" | tee "$OUT/align_seeds.csv"
+for name in "${!CHOICE[@]}"; do
+  for seed in $ALIGN_SEEDS; do
+    run=$W/run_${name}_$seed cache=$W/cache_$name
+    overrides=(--set train.seed=$seed --set train.max_steps=$STEPS --set data.dataset_dir=$CORPUS --set data.cache_dir=$cache)
+    for kv in ${CHOICE[$name]}; do overrides+=(--set "$kv"); done
+    timeout 300 "$BUILD/bin/train" --config configs/quickstart.yaml --run-dir "$run" "${overrides[@]}" > "$W/train.log" 2>&1
+    ckpt=$(ls "$run"/checkpoints/ckpt_*.pt 2>/dev/null | sort -V | tail -1)
+    [ -n "$ckpt" ] || { echo "$name seed $seed: no checkpoint"; tail -3 "$W/train.log"; continue; }
+    step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
+    "$BUILD/bin/align" --checkpoint "$ckpt" --dataset-dir "$CORPUS" --out "$W/aligned" --device "$DEVICE" \
+      --batch-size 32 --cache-dir "$cache" -q > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; continue; }
+    python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
+      --json "$W/scores.json" > /dev/null &&
+      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(*sys.argv[2:], *(f'{r[k]:.1f}' for k in ('median_abs_ms', 'median_signed_ms')), *(f'{100 * r[f\"within_{t}ms\"]:.1f}' for t in (10, 25, 50)), sep=',')" \
+        "$W/scores.json" "$name" "$seed" "$step" | tee -a "$OUT/align_seeds.csv"
+    rm -rf "$W/aligned" "$run"
+  done
+done
+rm -rf "$W"  # keep the transfer small: the CSV holds the figures
