@@ -4,7 +4,7 @@
 # where the eager step took 1.3 ms on cuDNN's xmma wgrad (profiles of 2026-11-23).
 import sys, torch
 from torch.profiler import profile, ProfilerActivity
-from cuda_timing import timed_us
+from cuda_timing import graphed, timed_us
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 dev = "cuda"
@@ -29,12 +29,5 @@ for T in Ts:
       torch.backends.cudnn.benchmark = bench
       wgrad()
       print(f"{T},{str(dtype)[6:]},{bench},eager,{timed_us(wgrad):.1f},{kernels(wgrad)}", flush=True)
-      s = torch.cuda.Stream()
-      s.wait_stream(torch.cuda.current_stream())
-      with torch.cuda.stream(s):
-        wgrad()
-      torch.cuda.current_stream().wait_stream(s)
-      g = torch.cuda.CUDAGraph()
-      with torch.cuda.graph(g):
-        wgrad()
-      print(f"{T},{str(dtype)[6:]},{bench},graph,{timed_us(g.replay):.1f},{kernels(g.replay)}", flush=True)
+      replay = graphed(wgrad)
+      print(f"{T},{str(dtype)[6:]},{bench},graph,{timed_us(replay):.1f},{kernels(replay)}", flush=True)

@@ -5,25 +5,15 @@
 # halo on each side ([B*f, C, 1, T/f + 4], unpadded convolution), gy a free view.
 # Question behind it: cuDNN 9 runs this wgrad 2-4x slower in narrow length bands (bf16 around
 # B x T = 16,384, TF32 at T = 384; conv_graph_probe.py). Do smaller chunks stay on the fast
-# engine, and what do the extra calls and the sum cost where there is no cliff?
+# engine, and what do the extra calls and the sum cost where there is no cliff? (Answer, with the
+# H100's figures: docs/benchmarks.md, "the cliff cannot be decomposed away".)
 import sys, torch
-from cuda_timing import timed_us
+from cuda_timing import graphed, timed_us
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 torch.backends.cudnn.benchmark = True
 conv_bwd = torch.ops.aten.convolution_backward
 args = ([1, 1], [0, 2], [1, 1], False, [0, 0], 1)
-
-def graphed(f):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        f()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        f()
-    return g.replay
 
 B = int(sys.argv[1]) if len(sys.argv) > 1 else 32
 Ts = [int(t) for t in sys.argv[2:]] or [256, 384, 448, 504, 512, 520, 576, 640, 768, 1024]

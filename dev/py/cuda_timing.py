@@ -1,4 +1,5 @@
-# Shared by the dev/py probes: microseconds per call of f on the current CUDA stream.
+# Shared by the dev/py probes: microseconds per call of f on the current CUDA stream, and f
+# recorded as a CUDA graph.
 import torch
 
 
@@ -13,3 +14,17 @@ def timed_us(f, n=30, warmup=3):
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / n * 1000
+
+
+def graphed(f):
+    """f recorded as a CUDA graph (after one call on a side stream, as capture wants); returns
+    the graph's replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        f()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        f()
+    return g.replay
