@@ -20,7 +20,8 @@ two hundred fifty") is left out and counted. Each pair gives two boundaries, the
 end (of the first and last aligned word of a joined pair); the error is hypothesis minus
 reference.
 Printed: utterances, words, boundaries scored, median and mean absolute error in ms, the
-share within 10, 25 and 50 ms, and the median signed error (a constant offset shows there).
+share within 10, 25 and 50 ms, and the median signed error (a constant offset shows there);
+with --row, the same figures as one CSV line after the given labels (for tables over runs).
 """
 import argparse
 import difflib
@@ -170,18 +171,25 @@ def main():
     ap.add_argument("--reference", required=True, help="the corpus's words/ folder (<id>.tsv)")
     ap.add_argument("--tier", default="words", help="TextGrid tier to score (words)")
     ap.add_argument("--json", help="also write the figures as JSON here")
+    ap.add_argument("--row", metavar="LABELS",
+                    help="print one CSV line instead: LABELS (comma-separated), then the median and "
+                         "median signed error in ms and the shares within 10/25/50 ms in percent")
     args = ap.parse_args()
     r = score(args.textgrids, args.reference, args.tier)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(r, f, indent=1)
+            f.write("\n")
+    if args.row is not None:
+        print(",".join([args.row, f"{r['median_abs_ms']:.1f}", f"{r['median_signed_ms']:.1f}"] +
+                       [f"{100 * r[f'within_{t}ms']:.1f}" for t in THRESHOLDS_MS]))
+        return
     print(f"utterances {r['utterances']} (no TextGrid: {r['missing_textgrids']}); words: reference "
           f"{r['reference_words']}, aligned {r['aligned_words']}, paired {r['paired_words']}; "
           f"boundaries {r['boundaries']}")
     print(f"median |error| {r['median_abs_ms']:.1f} ms, mean {r['mean_abs_ms']:.1f} ms, median signed "
           f"{r['median_signed_ms']:+.1f} ms; within " +
           ", ".join(f"{t} ms {100 * r[f'within_{t}ms']:.1f}%" for t in THRESHOLDS_MS))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(r, f, indent=1)
-            f.write("\n")
 
 
 if __name__ == "__main__":

@@ -39,9 +39,7 @@ if [ "${ALIGN_SCORE_ALL:-0}" = 1 ]; then
     step=$(basename "$c" .pt); step=$((10#${step#ckpt_}))
     "$BUILD/bin/align" --checkpoint "$c" --dataset-dir "$CORPUS" --out "$A/at_$step" --device cuda \
       --batch-size 32 --cache-dir "$A/cache" -q > "$A/align_at_$step.log" 2>&1 || { tail -3 "$A/align_at_$step.log"; continue; }
-    python3 scripts/score_alignment.py --textgrids "$A/at_$step/textgrids" --reference "$CORPUS/words" \
-      --json "$A/scores_at_$step.json" > /dev/null &&
-      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(sys.argv[2], *(f'{r[k]:.1f}' for k in ('median_abs_ms', 'median_signed_ms')), *(f'{100 * r[f\"within_{t}ms\"]:.1f}' for t in (10, 25, 50)), sep=',')" "$A/scores_at_$step.json" "$step"
+    python3 scripts/score_alignment.py --textgrids "$A/at_$step/textgrids" --reference "$CORPUS/words" --row "$step"
     rm -rf "$A/at_$step"
   done | tee "$A/by_step.csv"
 fi

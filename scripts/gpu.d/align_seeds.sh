@@ -32,9 +32,7 @@ for name in "${!CHOICE[@]}"; do
     "$BUILD/bin/align" --checkpoint "$ckpt" --dataset-dir "$CORPUS" --out "$W/aligned" --device "$DEVICE" \
       --batch-size 32 --cache-dir "$cache" -q > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; continue; }
     python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
-      --json "$W/scores.json" > /dev/null &&
-      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(*sys.argv[2:], *(f'{r[k]:.1f}' for k in ('median_abs_ms', 'median_signed_ms')), *(f'{100 * r[f\"within_{t}ms\"]:.1f}' for t in (10, 25, 50)), sep=',')" \
-        "$W/scores.json" "$name" "$seed" "$step" | tee -a "$OUT/align_seeds.csv"
+      --row "$name,$seed,$step" | tee -a "$OUT/align_seeds.csv"
     rm -rf "$W/aligned" "$run"
   done
 done

@@ -237,6 +237,12 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
   EXPECT_NEAR(number("within_25ms"), 6.0 / 8, 1e-9);
   EXPECT_NEAR(number("within_50ms"), 7.0 / 8, 1e-9);
   EXPECT_NE(out.find("median |error| 12.5 ms"), std::string::npos) << out;
+  // --row: the same figures as one CSV line after the labels (all errors >= 0: signed = abs).
+  const std::string row = testing::run_command(python + " " + script + " --textgrids " + (dir / "tg") +
+                                                   " --reference " + (dir / "words") + " --row u1,7 2>&1",
+                                               &status);
+  ASSERT_EQ(status, 0) << row;
+  EXPECT_EQ(row, "u1,7,12.5,12.5,50.0,75.0,87.5\n");
 }
 
 // The value list after "key": [ in the durations JSON.
