@@ -6,7 +6,9 @@
 # settled by then, docs/benchmarks.md) steps, one run after another (six at once on one H100
 # ran at ~9 steps/s each: time-slicing between processes), then aligns its last checkpoint on
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
-# $OUT/align_seeds.csv.
+# $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1
+# each run is also aligned with --pause-edge-ms 0 (word edges at pauses not pulled in), a second
+# line whose tokens read "<choice>-edge0".
 # Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
 set -uo pipefail
 [ -n "${ALIGN_SEEDS:-}" ] || exit 0
@@ -18,9 +20,19 @@ mkdir -p "$W"
 declare -A CHOICE=([chars]="" [blank]="data.add_blank=true")
 STEPS=${ALIGN_SEED_STEPS:-2500}
 DEVICE=${ALIGN_DEVICE:-cuda}
-echo "== alignment accuracy over seeds ${ALIGN_SEEDS}, ${!CHOICE[*]}, $STEPS steps each"
+CHOICES=${ALIGN_CHOICES:-chars blank}
+echo "== alignment accuracy over seeds ${ALIGN_SEEDS}, $CHOICES, $STEPS steps each"
 echo "tokens,seed,steps,median_abs_ms,median_signed_ms,within_10,within_25,within_50" | tee "$OUT/align_seeds.csv"
-for name in "${!CHOICE[@]}"; do
+# Align the checkpoint with the extra align arguments, score, one CSV line labelled $1.
+align_and_score() {
+  local label=$1; shift
+  "$BUILD/bin/align" --checkpoint "$ckpt" --dataset-dir "$CORPUS" --out "$W/aligned" --device "$DEVICE" \
+    --batch-size 32 --cache-dir "$cache" -q "$@" > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; return; }
+  python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
+    --row "$label,$seed,$step" | tee -a "$OUT/align_seeds.csv"
+  rm -rf "$W/aligned"
+}
+for name in $CHOICES; do
   for seed in $ALIGN_SEEDS; do
     run=$W/run_${name}_$seed cache=$W/cache_$name
     overrides=(--set train.seed=$seed --set train.max_steps=$STEPS --set data.dataset_dir=$CORPUS --set data.cache_dir=$cache)
@@ -29,11 +41,9 @@ for name in "${!CHOICE[@]}"; do
     ckpt=$(ls "$run"/checkpoints/ckpt_*.pt 2>/dev/null | sort -V | tail -1)
     [ -n "$ckpt" ] || { echo "$name seed $seed: no checkpoint"; tail -3 "$W/train.log"; continue; }
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
-    "$BUILD/bin/align" --checkpoint "$ckpt" --dataset-dir "$CORPUS" --out "$W/aligned" --device "$DEVICE" \
-      --batch-size 32 --cache-dir "$cache" -q > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; continue; }
-    python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
-      --row "$name,$seed,$step" | tee -a "$OUT/align_seeds.csv"
-    rm -rf "$W/aligned" "$run"
+    align_and_score "$name"
+    [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --pause-edge-ms 0
+    rm -rf "$run"
   done
 done
 rm -rf "$W"  # keep the transfer small: the CSV holds the figures

@@ -166,6 +166,51 @@ TEST(TextGrid, WrittenThenParsedBackCoversTheUtteranceContiguously) {
   }
 }
 
+TEST(TextGrid, WordEdgesNextToPausesMoveIntoTheWordAtMostAQuarterOfIt) {
+  TextGridTier t;
+  t.name = "words";
+  t.intervals = {{0.0, 0.1, ""}, {0.1, 0.5, "long"}, {0.5, 0.54, "a"}, {0.54, 0.7, ""},
+                 {0.7, 0.78, "short"}, {0.78, 1.0, ""}};
+  TextGridTier unchanged = t;
+  pull_edges_from_pauses(unchanged, 0.0);
+  for (size_t i = 0; i < t.intervals.size(); ++i) {
+    EXPECT_EQ(unchanged.intervals[i].xmin, t.intervals[i].xmin) << i;
+    EXPECT_EQ(unchanged.intervals[i].xmax, t.intervals[i].xmax) << i;
+  }
+  pull_edges_from_pauses(t, 0.023);
+  const std::vector<std::pair<double, double>> expected = {
+      {0.0, 0.123},    // the pause grows to the word's new start
+      {0.123, 0.5},    // "long": its start moves 23 ms; the edge it shares with "a" stays
+      {0.5, 0.53},     // "a" (40 ms): its end moves a quarter of it, 10 ms
+      {0.53, 0.72},    // the pause between takes both moves
+      {0.72, 0.76},    // "short" (80 ms): 20 ms from each side, a quarter of its length before the moves
+      {0.76, 1.0}};    // the tier's ends stay
+  ASSERT_EQ(t.intervals.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(t.intervals[i].xmin, expected[i].first, 1e-12) << i;
+    EXPECT_NEAR(t.intervals[i].xmax, expected[i].second, 1e-12) << i;
+  }
+  // Through alignment_textgrid: only the words tier moves, and it still covers the utterance.
+  const UtteranceAlignment u = example_alignment();
+  const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), WordSpanOptions{});
+  const FrameTiming timing{256, 22050};
+  const TextGrid plain = alignment_textgrid(u, words, timing);
+  const TextGrid pulled = alignment_textgrid(u, words, timing, 0.01);
+  const auto& pw = pulled.tiers[0].intervals;
+  const auto& w = plain.tiers[0].intervals;
+  ASSERT_EQ(pw.size(), 5u);  // ab, cd, pause, ef, pause
+  EXPECT_EQ(pw[1].xmin, w[1].xmin);                         // ab|cd: between two words
+  EXPECT_NEAR(pw[1].xmax, w[1].xmax - 0.01, 1e-12);         // cd| pause
+  const double ef_quarter = 2.0 * 256 / 22050 / 4;           // "ef" lasts 2 frames: 5.8 ms < 10 ms
+  EXPECT_NEAR(pw[3].xmin, w[3].xmin + ef_quarter, 1e-12);   // pause |ef
+  EXPECT_NEAR(pw[3].xmax, w[3].xmax - ef_quarter, 1e-12);   // ef| pause
+  EXPECT_EQ(pw.back().xmax, w.back().xmax);
+  for (size_t i = 1; i < pw.size(); ++i) EXPECT_EQ(pw[i].xmin, pw[i - 1].xmax) << i;
+  ASSERT_EQ(pulled.tiers[1].name, "tokens");
+  EXPECT_EQ(format_textgrid(TextGrid{0, plain.xmax, {pulled.tiers[1]}}),
+            format_textgrid(TextGrid{0, plain.xmax, {plain.tiers[1]}}));
+}
+
 TEST(TextGrid, WhatIsNotALongTextGridIsRefusedWithItsLine) {
   const UtteranceAlignment u = example_alignment();
   const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), WordSpanOptions{});

@@ -40,8 +40,17 @@ struct UtteranceAlignment {
 //  "frames": N, "hop_length": 256, "sampling_rate": 22050}
 std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timing);
 
-// Tiers "words" (word_intervals' result) and "tokens" (one interval per token, labelled with
-// its symbol), over [0, frames * hop / rate].
-TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing);
+// A mel frame is computed from win_length samples around its centre, so the frames beside a
+// silence still see a word's onset or tail up to half a window away, and MAS gives them to the
+// word: next to a pause, words start early and end late by about that much (docs/benchmarks.md,
+// "Word edges at pauses"). Each edge a word shares with a pause ("" interval) moves into the
+// word by `seconds`, at most a quarter of the word's length; the pause grows by as much.
+// Edges between two words, and the tier's ends, stay.
+void pull_edges_from_pauses(TextGridTier& words, double seconds);
+
+// Tiers "words" (word_intervals' result, its pause edges pulled by `pause_edge_s`) and "tokens"
+// (one interval per token, labelled with its symbol), over [0, frames * hop / rate].
+TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing,
+                            double pause_edge_s = 0);
 
 }  // namespace monoflow::train
