@@ -8,7 +8,8 @@
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
 # $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1
 # each run is also aligned with --pause-edge-ms 0 (word edges at pauses not pulled in), a second
-# line whose tokens read "<choice>-edge0".
+# line whose tokens read "<choice>-edge0". Every run's TextGrids come back in
+# $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
 # Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
 set -uo pipefail
 [ -n "${ALIGN_SEEDS:-}" ] || exit 0
@@ -30,6 +31,8 @@ align_and_score() {
     --batch-size 32 --cache-dir "$cache" -q "$@" > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; return; }
   python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
     --row "$label,$seed,$step" | tee -a "$OUT/align_seeds.csv"
+  mkdir -p "$W/textgrids"
+  mv "$W/aligned/textgrids" "$W/textgrids/${label}_$seed"
   rm -rf "$W/aligned"
 }
 for name in $CHOICES; do
@@ -46,4 +49,5 @@ for name in $CHOICES; do
     rm -rf "$run"
   done
 done
-rm -rf "$W"  # keep the transfer small: the CSV holds the figures
+[ -d "$W/textgrids" ] && tar czf "$OUT/align_seeds_textgrids.tgz" -C "$W/textgrids" .
+rm -rf "$W"  # keep the transfer small: the CSV and the TextGrids hold the results

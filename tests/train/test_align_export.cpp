@@ -264,30 +264,37 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
                                                    " 2>&1",
                                                &status);
   ASSERT_EQ(status, 0) << out;
-  // Pairs: the/The, seven/7 (one for one), fifteen, "was the" (espeak-ng's joined word) with "was"
-  // and "the"; "1,250" against "one thousand" is left out. Errors (ms): starts +5, +20, +100, 0;
-  // ends +20, +40, 0, +5 -> |e| sorted 0 0 5 5 20 20 40 100.
+  // Pairs: the/The, fifteen, "was the" (espeak-ng's joined word) with "was" and "the", all the
+  // same text; seven/7 is paired by position (one for one inside a differing run) and not scored;
+  // "1,250" against "one thousand" is left out. Scored boundaries, without the utterance's first
+  // onset (The) and last offset ("was the"): the's end +20, fifteen's start +100 and end 0,
+  // was's start 0 (ms) -> |e| sorted 0 0 20 100.
   const std::string json = read_text(dir / "s.json");
   auto number = [&](const std::string& key) {
     const size_t at = json.find("\"" + key + "\": ");
     EXPECT_NE(at, std::string::npos) << key << " in " << json;
     return std::atof(json.c_str() + at + key.size() + 4);
   };
-  EXPECT_EQ(number("paired_words"), 4);
+  EXPECT_EQ(number("paired_words"), 3);
+  EXPECT_EQ(number("paired_by_position"), 1);
   EXPECT_EQ(number("reference_words"), 5);
   EXPECT_EQ(number("aligned_words"), 7);
-  EXPECT_EQ(number("boundaries"), 8);
-  EXPECT_NEAR(number("median_abs_ms"), 12.5, 1e-6);
-  EXPECT_NEAR(number("within_10ms"), 4.0 / 8, 1e-9);
-  EXPECT_NEAR(number("within_25ms"), 6.0 / 8, 1e-9);
-  EXPECT_NEAR(number("within_50ms"), 7.0 / 8, 1e-9);
-  EXPECT_NE(out.find("median |error| 12.5 ms"), std::string::npos) << out;
+  EXPECT_EQ(number("boundaries"), 4);
+  EXPECT_NEAR(number("median_abs_ms"), 10.0, 1e-6);
+  EXPECT_NEAR(number("mean_abs_ms"), 30.0, 1e-6);
+  EXPECT_NEAR(number("within_10ms"), 2.0 / 4, 1e-9);
+  EXPECT_NEAR(number("within_25ms"), 3.0 / 4, 1e-9);
+  EXPECT_NEAR(number("within_50ms"), 3.0 / 4, 1e-9);
+  EXPECT_NE(out.find("median |error| 10.0 ms"), std::string::npos) << out;
+  // seven/7 on a line of its own: start +20, end +40 ms.
+  EXPECT_NE(out.find("the 2 boundaries of the words paired by position: median |error| 30.0 ms"), std::string::npos)
+      << out;
   // --row: the same figures as one CSV line after the labels (all errors >= 0: signed = abs).
   const std::string row = testing::run_command(python + " " + script + " --textgrids " + (dir / "tg") +
                                                    " --reference " + (dir / "words") + " --row u1,7 2>&1",
                                                &status);
   ASSERT_EQ(status, 0) << row;
-  EXPECT_EQ(row, "u1,7,12.5,12.5,50.0,75.0,87.5\n");
+  EXPECT_EQ(row, "u1,7,10.0,10.0,50.0,75.0,75.0\n");
 }
 
 // The value list after "key": [ in the durations JSON.
