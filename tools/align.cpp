@@ -26,9 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", o.cache_dir, "feature cache (default: the config's, i.e. the run's cache)");
   app.add_option("--min-pause-ms", o.min_pause_ms,
                  "a gap between two words this long or longer is a pause interval; shorter ones are split (40)");
-  app.add_option("--pause-edge-ms", o.pause_edge_ms,
-                 "move a word's edge next to a pause this far into the word, for the mel window's reach "
-                 "(default: half of data.win_length, 23.2 ms at 1024 samples and 22050 Hz; 0: off)")
+  app.add_option("--silence-edge-ms", o.silence_edge_ms,
+                 "move the first word's start after a leading silence and the last word's end before the "
+                 "trailing silence this far into the word, for the mel window's reach (default: half of "
+                 "data.win_length, 23.2 ms at 1024 samples and 22050 Hz; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");

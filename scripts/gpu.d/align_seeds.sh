@@ -7,7 +7,7 @@
 # ran at ~9 steps/s each: time-slicing between processes), then aligns its last checkpoint on
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
 # $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1
-# each run is also aligned with --pause-edge-ms 0 (word edges at pauses not pulled in), a second
+# each run is also aligned with --silence-edge-ms 0 (word edges at the silence not pulled in), a second
 # line whose tokens read "<choice>-edge0". Every run's TextGrids come back in
 # $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
 # Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
@@ -45,7 +45,7 @@ for name in $CHOICES; do
     [ -n "$ckpt" ] || { echo "$name seed $seed: no checkpoint"; tail -3 "$W/train.log"; continue; }
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
     align_and_score "$name"
-    [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --pause-edge-ms 0
+    [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --silence-edge-ms 0
     rm -rf "$run"
   done
 done

@@ -166,31 +166,38 @@ TEST(TextGrid, WrittenThenParsedBackCoversTheUtteranceContiguously) {
   }
 }
 
-TEST(TextGrid, WordEdgesNextToPausesMoveIntoTheWordAtMostAQuarterOfIt) {
+TEST(TextGrid, TheWordEdgesAtTheSilenceMoveIntoTheWordAtMostAQuarterOfIt) {
   TextGridTier t;
   t.name = "words";
   t.intervals = {{0.0, 0.1, ""}, {0.1, 0.5, "long"}, {0.5, 0.54, "a"}, {0.54, 0.7, ""},
                  {0.7, 0.78, "short"}, {0.78, 1.0, ""}};
   TextGridTier unchanged = t;
-  pull_edges_from_pauses(unchanged, 0.0);
+  pull_edges_from_silence(unchanged, 0.0);
   for (size_t i = 0; i < t.intervals.size(); ++i) {
     EXPECT_EQ(unchanged.intervals[i].xmin, t.intervals[i].xmin) << i;
     EXPECT_EQ(unchanged.intervals[i].xmax, t.intervals[i].xmax) << i;
   }
-  pull_edges_from_pauses(t, 0.023);
+  pull_edges_from_silence(t, 0.023);
   const std::vector<std::pair<double, double>> expected = {
-      {0.0, 0.123},    // the pause grows to the word's new start
+      {0.0, 0.123},    // the leading silence grows to the first word's new start
       {0.123, 0.5},    // "long": its start moves 23 ms; the edge it shares with "a" stays
-      {0.5, 0.53},     // "a" (40 ms): its end moves a quarter of it, 10 ms
-      {0.53, 0.72},    // the pause between takes both moves
-      {0.72, 0.76},    // "short" (80 ms): 20 ms from each side, a quarter of its length before the moves
-      {0.76, 1.0}};    // the tier's ends stay
+      {0.5, 0.54},     // "a" and the pause inside the utterance stay
+      {0.54, 0.7},
+      {0.7, 0.76},     // "short" (80 ms), the last word: its end moves a quarter of it, 20 ms
+      {0.76, 1.0}};    // the trailing silence; the tier's ends stay
   ASSERT_EQ(t.intervals.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_NEAR(t.intervals[i].xmin, expected[i].first, 1e-12) << i;
     EXPECT_NEAR(t.intervals[i].xmax, expected[i].second, 1e-12) << i;
   }
-  // Through alignment_textgrid: only the words tier moves, and it still covers the utterance.
+  // Without a leading or trailing pause nothing moves.
+  TextGridTier speech;
+  speech.intervals = {{0.0, 0.3, "a"}, {0.3, 0.4, ""}, {0.4, 0.9, "b"}};
+  pull_edges_from_silence(speech, 0.023);
+  EXPECT_EQ(speech.intervals[0].xmax, 0.3);
+  EXPECT_EQ(speech.intervals[2].xmin, 0.4);
+  // Through alignment_textgrid: only the last word's end moves (the example has no leading
+  // pause), and the words tier still covers the utterance; the tokens tier is unchanged.
   const UtteranceAlignment u = example_alignment();
   const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), WordSpanOptions{});
   const FrameTiming timing{256, 22050};
@@ -199,13 +206,15 @@ TEST(TextGrid, WordEdgesNextToPausesMoveIntoTheWordAtMostAQuarterOfIt) {
   const auto& pw = pulled.tiers[0].intervals;
   const auto& w = plain.tiers[0].intervals;
   ASSERT_EQ(pw.size(), 5u);  // ab, cd, pause, ef, pause
-  EXPECT_EQ(pw[1].xmin, w[1].xmin);                         // ab|cd: between two words
-  EXPECT_NEAR(pw[1].xmax, w[1].xmax - 0.01, 1e-12);         // cd| pause
-  const double ef_quarter = 2.0 * 256 / 22050 / 4;           // "ef" lasts 2 frames: 5.8 ms < 10 ms
-  EXPECT_NEAR(pw[3].xmin, w[3].xmin + ef_quarter, 1e-12);   // pause |ef
-  EXPECT_NEAR(pw[3].xmax, w[3].xmax - ef_quarter, 1e-12);   // ef| pause
-  EXPECT_EQ(pw.back().xmax, w.back().xmax);
-  for (size_t i = 1; i < pw.size(); ++i) EXPECT_EQ(pw[i].xmin, pw[i - 1].xmax) << i;
+  for (size_t i = 0; i + 2 < pw.size(); ++i) {
+    EXPECT_EQ(pw[i].xmin, w[i].xmin) << i;
+    EXPECT_EQ(pw[i].xmax, w[i].xmax) << i;
+  }
+  EXPECT_EQ(pw[3].xmin, w[3].xmin);
+  const double ef_quarter = 2.0 * 256 / 22050 / 4;  // "ef" lasts 2 frames: a quarter, 5.8 ms < 10 ms
+  EXPECT_NEAR(pw[3].xmax, w[3].xmax - ef_quarter, 1e-12);
+  EXPECT_EQ(pw[4].xmin, pw[3].xmax);
+  EXPECT_EQ(pw[4].xmax, w[4].xmax);
   ASSERT_EQ(pulled.tiers[1].name, "tokens");
   EXPECT_EQ(format_textgrid(TextGrid{0, plain.xmax, {pulled.tiers[1]}}),
             format_textgrid(TextGrid{0, plain.xmax, {plain.tiers[1]}}));

@@ -135,7 +135,7 @@ UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text
 // durations/<id>.json and .npy, textgrids/<id>.TextGrid, and images/<id>.png when `path` (the
 // MAS path [T, model frames]) is defined.
 void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const WordIntervals& words,
-                     const FrameTiming& timing, double pause_edge_s, const torch::Tensor& path) {
+                     const FrameTiming& timing, double silence_edge_s, const torch::Tensor& path) {
   const std::string stem = out_dir + "/durations/" + u.id;
   write_file(stem + ".json", durations_json(u, timing));
   torch::Tensor frames = torch::empty({static_cast<int64_t>(u.tokens.size())}, torch::kInt32);
@@ -144,7 +144,7 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
     frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
   }
   write_file(stem + ".npy", encode_npy_int32(frames));
-  write_file(out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing, pause_edge_s)));
+  write_file(out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing, silence_edge_s)));
   if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240}).bytes);
 }
 
@@ -185,7 +185,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   WordSpanOptions spans;
   spans.min_pause_frames =
       static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
-  const double pause_edge_s = o.pause_edge_ms >= 0 ? o.pause_edge_ms / 1000.0
+  const double silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0
                                                    : c.data.mel.win_length / 2.0 / c.data.mel.sampling_rate;
 
   AlignReport report;
@@ -223,7 +223,7 @@ AlignReport align_dataset(const AlignOptions& o) {
       const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), spans);
       const torch::Tensor path =
           o.images ? attn[b].slice(0, 0, static_cast<int64_t>(item.text.size())).slice(1, 0, seen) : torch::Tensor();
-      write_utterance(o.out_dir, u, words, timing, pause_edge_s, path);
+      write_utterance(o.out_dir, u, words, timing, silence_edge_s, path);
 
       SummaryRow& row = rows[index];
       row.id = u.id;

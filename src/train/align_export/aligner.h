@@ -36,9 +36,10 @@ struct AlignOptions {
   bool images = false;
   // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
   double min_pause_ms = 40.0;
-  // How far a word's edge next to a pause moves into the word (pull_edges_from_pauses); < 0:
-  // half the analysis window (data.win_length / 2 samples, 23.2 ms in the LJSpeech recipe); 0: not at all.
-  double pause_edge_ms = -1;
+  // How far the word edges at the leading and trailing silence move into their words
+  // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
+  // 23.2 ms in the LJSpeech recipe); 0: not at all.
+  double silence_edge_ms = -1;
   bool progress = true;  // the progress line on stderr
 };
 

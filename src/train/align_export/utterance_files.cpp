@@ -41,30 +41,28 @@ std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timin
   return o.str();
 }
 
-void pull_edges_from_pauses(TextGridTier& words, double seconds) {
-  if (seconds <= 0) return;
+void pull_edges_from_silence(TextGridTier& words, double seconds) {
   std::vector<TextGridInterval>& in = words.intervals;
-  std::vector<double> reach(in.size());  // from the lengths before any edge moves
-  for (size_t i = 0; i < in.size(); ++i) reach[i] = std::min(seconds, (in[i].xmax - in[i].xmin) / 4);
-  for (size_t i = 0; i + 1 < in.size(); ++i) {
-    TextGridInterval &left = in[i], &right = in[i + 1];
-    if (!left.text.empty() && right.text.empty()) {
-      left.xmax -= reach[i];
-      right.xmin = left.xmax;
-    } else if (left.text.empty() && !right.text.empty()) {
-      right.xmin += reach[i + 1];
-      left.xmax = right.xmin;
-    }
+  if (seconds <= 0 || in.size() < 2) return;
+  const auto reach = [&](const TextGridInterval& w) { return std::min(seconds, (w.xmax - w.xmin) / 4); };
+  if (in[0].text.empty() && !in[1].text.empty()) {
+    in[1].xmin += reach(in[1]);
+    in[0].xmax = in[1].xmin;
+  }
+  TextGridInterval &last = in[in.size() - 2], &trailing = in.back();
+  if (!last.text.empty() && trailing.text.empty()) {
+    last.xmax -= reach(last);
+    trailing.xmin = last.xmax;
   }
 }
 
 TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing,
-                            double pause_edge_s) {
+                            double silence_edge_s) {
   TextGrid g;
   g.xmin = 0;
   g.xmax = timing.seconds(u.frames);
   g.tiers.push_back(tier("words", words.intervals, timing, u.frames));
-  pull_edges_from_pauses(g.tiers.back(), pause_edge_s);
+  pull_edges_from_silence(g.tiers.back(), silence_edge_s);
   g.tiers.push_back(tier("tokens", token_intervals(u.tokens), timing, u.frames));
   return g;
 }
