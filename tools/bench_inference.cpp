@@ -35,21 +35,22 @@ int main(int argc, char** argv) {
   app.add_option("--symbols", o.symbols, "input symbols (spec: 100)")->check(CLI::PositiveNumber);
   app.add_option("--frames", o.target_frames, "output frames the length scale aims at (spec: 1800)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--calls", o.timed_calls, "timed calls (spec: 20)")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", o.warmup_calls, "warm-up calls (spec: 3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--calls", o.setup.timed, "timed calls (spec: 20)")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.setup.warmup, "warm-up calls (spec: 3)")->check(CLI::NonNegativeNumber);
   return cli_main(app, argc, argv, CliStyle("bench_inference"), [&] {
-    o.config = train::load_config(config_path, {});
-    o.device = train::resolve_device(device_arg);
-    const bool spec = o.symbols == 100 && o.batch == 1 && o.target_frames == 1800 && o.timed_calls == 20 &&
-                      o.warmup_calls == 3 && config_path.size() >= 13 &&
+    o.setup.config = train::load_config(config_path, {});
+    o.setup.device = train::resolve_device(device_arg);
+    const torch::Device& device = o.setup.device;
+    const bool spec = o.symbols == 100 && o.batch == 1 && o.target_frames == 1800 && o.setup.timed == 20 &&
+                      o.setup.warmup == 3 && config_path.size() >= 13 &&
                       config_path.compare(config_path.size() - 13, 13, "ljspeech.yaml") == 0;
     if (precisions.empty()) {
-      precisions = o.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"} : std::vector<std::string>{"fp32"};
+      precisions = device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"} : std::vector<std::string>{"fp32"};
     }
     if (modes.empty()) {
-      modes = o.device.is_cuda() ? std::vector<std::string>{"eager", "graph"} : std::vector<std::string>{"eager"};
+      modes = device.is_cuda() ? std::vector<std::string>{"eager", "graph"} : std::vector<std::string>{"eager"};
     }
-    std::fprintf(stderr, "bench_inference on %s, model of %s%s\n", o.device.str().c_str(), config_path.c_str(),
+    std::fprintf(stderr, "bench_inference on %s, model of %s%s\n", device.str().c_str(), config_path.c_str(),
                  spec ? "" : " (NOT the docs/design.md spec: symbols/frames/calls/model changed)");
     std::ostringstream csv;
     csv << train::infer_csv_header() << "\n";

@@ -58,41 +58,42 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
   return cli_main(app, argc, argv, CliStyle("bench_train_step"), [&] {
     train::StepBenchOptions o;
-    o.config = train::load_config(config_path, overrides);
-    o.device = train::resolve_device(device_arg);
+    train::BenchSetup& setup = o.setup;
+    setup.config = train::load_config(config_path, overrides);
+    setup.device = train::resolve_device(device_arg);
     const train::DistributedOptions dist_options = train::distributed_options_from_env();
-    if (dist_options.world_size > 1 && o.device.is_cuda()) {
-      o.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_options.local_rank));
+    if (dist_options.world_size > 1 && setup.device.is_cuda()) {
+      setup.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_options.local_rank));
     }
-    train::Distributed dist(dist_options, o.device);
+    train::Distributed dist(dist_options, setup.device);
     if (dist.world_size() > 1) o.distributed = &dist;
     const bool main_rank = dist.is_main();
     o.batch_size = batch_size;
-    o.timed_steps = steps;
-    o.warmup_steps = warmup;
+    setup.timed = steps;
+    setup.warmup = warmup;
     const bool spec = batch_size == 32 && steps == 30 && warmup == 5 && overrides.empty() &&
                       config_path.size() >= 13 && config_path.compare(config_path.size() - 13, 13, "ljspeech.yaml") == 0;
     std::vector<align::Backend> backends;
     if (backends_arg.empty()) {
-      backends = train::available_backends(o.device);
+      backends = train::available_backends(setup.device);
     } else {
       for (const auto& name : split(backends_arg)) backends.push_back(align::parse_backend(name));
     }
     std::vector<std::string> precisions =
-        precisions_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"}
-                                                     : std::vector<std::string>{"fp32"})
+        precisions_arg.empty() ? (setup.device.is_cuda() ? std::vector<std::string>{"tf32", "bf16"}
+                                                         : std::vector<std::string>{"fp32"})
                                : split(precisions_arg);
     const std::vector<std::string> modes =
-        modes_arg.empty() ? (o.device.is_cuda() ? std::vector<std::string>{"eager", "graph"}
-                                                : std::vector<std::string>{"eager"})
+        modes_arg.empty() ? (setup.device.is_cuda() ? std::vector<std::string>{"eager", "graph"}
+                                                    : std::vector<std::string>{"eager"})
                           : split(modes_arg);
     // Each rank its own batches (rank 0's are the single-process benchmark's).
-    const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, o.vocab, o.n_mels,
-                                                  synthetic_rank_seed(o.seed, dist.rank()));
+    const auto batches = train::synthetic_batches(o.num_batches, o.batch_size, setup.vocab, o.n_mels,
+                                                  synthetic_rank_seed(setup.seed, dist.rank()));
     std::ostringstream csv;
     csv << train::csv_header() << "\n";
     if (main_rank) {
-      std::fprintf(stderr, "bench_train_step on %s%s, model of %s%s\n", o.device.str().c_str(),
+      std::fprintf(stderr, "bench_train_step on %s%s, model of %s%s\n", setup.device.str().c_str(),
                    dist.world_size() > 1 ? (" and " + std::to_string(dist.world_size() - 1) + " more rank(s)").c_str() : "",
                    config_path.c_str(), spec ? "" : " (NOT the docs/design.md spec: batch/steps/warm-up/model changed)");
       std::cout << train::csv_header() << std::endl;

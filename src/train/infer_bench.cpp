@@ -10,7 +10,6 @@
 #include "common/stats.h"
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
-#include "train/config/options_map.h"
 #include "train/precision.h"
 #include "train/synth/graphed_inference.h"
 
@@ -41,28 +40,27 @@ double length_scale_for(models::GlowTTS& model, const torch::Tensor& text, const
 }  // namespace
 
 InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& precision, const std::string& mode) {
+  const BenchSetup& s = o.setup;
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precisions: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
   if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
-  if (mode == "graph" && !GraphedInference::supported(o.device)) {
-    throw UserError("--modes graph needs a CUDA device (got " + o.device.str() + ")");
+  if (mode == "graph" && !GraphedInference::supported(s.device)) {
+    throw UserError("--modes graph needs a CUDA device (got " + s.device.str() + ")");
   }
-  if (o.symbols < 1 || o.batch < 1 || o.target_frames < 1 || o.timed_calls < 1 || o.warmup_calls < 0) {
+  if (o.symbols < 1 || o.batch < 1 || o.target_frames < 1 || s.timed < 1 || s.warmup < 0) {
     throw UserError("bench_inference: symbols, batch, frames and calls must be positive");
   }
   set_allow_tf32(precision != "fp32");
-  torch::manual_seed(o.seed);
-  models::GlowTTS model(model_options(o.config, o.vocab));
-  model->to(o.device);
+  models::GlowTTS model = bench_model(s);
   model->eval();
 
-  std::mt19937_64 rng(o.seed);
-  std::uniform_int_distribution<int64_t> token(1, o.vocab - 1);
+  std::mt19937_64 rng(s.seed);
+  std::uniform_int_distribution<int64_t> token(1, s.vocab - 1);
   std::vector<int64_t> ids(o.symbols);
   for (auto& id : ids) id = token(rng);
-  const auto text = torch::tensor(ids, torch::kInt64).view({1, o.symbols}).to(o.device);
-  const auto lengths = torch::full({1}, o.symbols, torch::kInt64).to(o.device);
+  const auto text = torch::tensor(ids, torch::kInt64).view({1, o.symbols}).to(s.device);
+  const auto lengths = torch::full({1}, o.symbols, torch::kInt64).to(s.device);
 
   InferBenchRow row;
   row.precision = precision;
@@ -74,18 +72,18 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   const auto texts_lengths = lengths.expand({o.batch}).contiguous();
 
   torch::NoGradGuard no_grad;
-  const Bf16Autocast autocast(precision == "bf16", o.device);
+  const Bf16Autocast autocast(precision == "bf16", s.device);
   std::unique_ptr<GraphedInference> graphed;
   if (mode == "graph") graphed = std::make_unique<GraphedInference>(model);
   std::vector<double> ms;
-  for (int i = 0; i < o.warmup_calls + o.timed_calls; ++i) {
-    synchronize(o.device);
+  for (int i = 0; i < s.warmup + s.timed; ++i) {
+    synchronize(s.device);
     const auto start = std::chrono::steady_clock::now();
     const auto out = graphed ? graphed->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale)
                              : model->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale);
-    synchronize(o.device);
+    synchronize(s.device);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= o.warmup_calls) ms.push_back(elapsed);
+    if (i >= s.warmup) ms.push_back(elapsed);
     row.frames = static_cast<int>(out.y.size(2));
   }
   row.ms = median(ms);

@@ -17,21 +17,16 @@
 
 #include <string>
 
-#include "train/config/config.h"
+#include "train/bench_setup.h"
 
 namespace monoflow::train {
 
 struct InferBenchOptions {
-  Config config;  // the model section is used (ljspeech.yaml for the spec)
-  torch::Device device{torch::kCPU};
+  BenchSetup setup{/*warmup=*/3, /*timed=*/20};  // calls; the seed also draws the sentence's tokens
   int symbols = 100;
   int batch = 1;  // the sentence this many times at once (synthesize --text-file's batches); spec: 1
   int target_frames = 1800;
-  int warmup_calls = 3;
-  int timed_calls = 20;
-  int vocab = 148;
   double noise_scale = 0.667;
-  uint64_t seed = 1234;
 };
 
 struct InferBenchRow {

@@ -18,7 +18,6 @@
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
 #include "train/lr_schedule.h"
-#include "train/config/options_map.h"
 #include "common/stats.h"
 #include "train/precision.h"
 #include "train/train_step.h"
@@ -79,30 +78,29 @@ void profile_steps(const std::string& path, int steps, const torch::Device& devi
 
 StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& host_batches) {
+  const BenchSetup& s = o.setup;
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precision: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
   // (GraphedTrainStep refuses a CPU device or the cpu MAS backend itself.)
   if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
-  if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !o.device.is_cuda())) {
+  if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !s.device.is_cuda())) {
     throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
   }
   set_allow_tf32(precision != "fp32");
   std::vector<data::Batch> batches;
-  for (const auto& b : host_batches) batches.push_back(to_device(b, o.device));
+  for (const auto& b : host_batches) batches.push_back(to_device(b, s.device));
 
-  torch::manual_seed(o.seed);
-  models::GlowTTS model(model_options(o.config, o.vocab));
-  model->to(o.device);
+  models::GlowTTS model = bench_model(s);
   model->train();
-  const auto& t = o.config.train;
+  const auto& t = s.config.train;
   FusedAdam optimizer(model->parameters(),
                                torch::optim::AdamOptions(t.learning_rate).betas({t.betas[0], t.betas[1]}).eps(t.eps));
-  const LrSchedule schedule(t.scheduler, t.learning_rate, o.config.model.hidden_channels(), t.warmup_steps);
+  const LrSchedule schedule(t.scheduler, t.learning_rate, s.config.model.hidden_channels(), t.warmup_steps);
 
   StepOptions so;
   so.mas.backend = backend;
-  so.mas.neg_inf = static_cast<float>(o.config.run.mas_neg_inf);
+  so.mas.neg_inf = static_cast<float>(s.config.run.mas_neg_inf);
   so.grad_clip_value = t.grad_clip_value;
   so.bf16 = precision == "bf16";
   so.check_finite = false;  // the spec's step: forward, MAS, backward, clipping, optimizer step
@@ -138,26 +136,26 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   // none of its tensors is allocated.
   StepBenchRow row;
   auto peak_mib = [&](bool reserved) {
-    const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(o.device.index());
+    const auto stats = c10::getDeviceAllocator(c10::kCUDA)->getDeviceStats(s.device.index());
     const auto& stat = reserved ? stats.reserved_bytes : stats.allocated_bytes;
     return static_cast<double>(stat[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak) /
            (1024.0 * 1024.0);
   };
-  if (o.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
-  for (int i = 0; i < o.warmup_steps; ++i) run_step();
-  synchronize(o.device);
-  if (o.device.is_cuda()) {
+  if (s.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(s.device.index());
+  for (int i = 0; i < s.warmup; ++i) run_step();
+  synchronize(s.device);
+  if (s.device.is_cuda()) {
     row.warmup_peak_memory_mib = peak_mib(false);
-    c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(o.device.index());
+    c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(s.device.index());
   }
 
   std::vector<double> step_ms, mas_ms;
-  for (int i = 0; i < o.timed_steps; ++i) {
+  for (int i = 0; i < s.timed; ++i) {
     const auto& b = batches[step % batches.size()];
-    synchronize(o.device);
+    synchronize(s.device);
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = run_step();
-    synchronize(o.device);
+    synchronize(s.device);
     step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     row.nonfinite_steps += !torch::isfinite(r.loss_mle + r.loss_dur).item<bool>();
     const torch::Tensor logp =
@@ -166,7 +164,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     mas_ms.push_back(
         timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
-  if (!o.profile_path.empty()) profile_steps(o.profile_path, o.profiled_steps, o.device, [&] { run_step(); });
+  if (!o.profile_path.empty()) profile_steps(o.profile_path, o.profiled_steps, s.device, [&] { run_step(); });
   row.backend = align::backend_name(backend);
   row.precision = precision;
   row.mode = mode;
@@ -179,7 +177,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.mas_ms = median(mas_ms);
   row.ranks = ranks;
   row.samples_per_s = row.step_ms > 0 ? ranks * o.batch_size * 1000.0 / row.step_ms : 0;
-  if (o.device.is_cuda()) row.peak_memory_mib = peak_mib(true);
+  if (s.device.is_cuda()) row.peak_memory_mib = peak_mib(true);
   return row;
 }
 

@@ -27,23 +27,17 @@
 #include <vector>
 
 #include "align/mas.h"
-#include "common/synthetic_batch.h"
 #include "data/batch.h"
-#include "train/config/config.h"
+#include "train/bench_setup.h"
 #include "train/distributed/distributed.h"
 
 namespace monoflow::train {
 
 struct StepBenchOptions {
-  Config config;               // the model section is used (ljspeech.yaml for the spec)
-  torch::Device device{torch::kCPU};
+  BenchSetup setup{/*warmup=*/5, /*timed=*/30};  // steps; the seed also makes the batches
   int batch_size = 32;
   int num_batches = 8;
-  int warmup_steps = 5;
-  int timed_steps = 30;
-  int vocab = 148;
   int n_mels = 80;
-  uint64_t seed = kSyntheticSeed;
   std::string profile_path;    // empty: no profile
   int profiled_steps = 3;
   Distributed* distributed = nullptr;  // null or one rank: a single process

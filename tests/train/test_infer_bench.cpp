@@ -12,11 +12,11 @@ namespace {
 
 InferBenchOptions small_run(int frames) {
   InferBenchOptions o;
-  o.config = load_config(std::string(MONOFLOW_TEST_DIR) + "/../../configs/quickstart.yaml");
+  o.setup.config = load_config(std::string(MONOFLOW_TEST_DIR) + "/../../configs/quickstart.yaml");
+  o.setup.warmup = 1;
+  o.setup.timed = 3;
   o.symbols = 24;
   o.target_frames = frames;
-  o.warmup_calls = 1;
-  o.timed_calls = 3;
   return o;
 }
 

@@ -1,0 +1,31 @@
+// What the two benchmarks (step_bench.h, infer_bench.h) set up alike: the model of a config's
+// model section for a vocabulary, from a fixed seed, on a device, run a number of times to warm
+// up and then timed. Each benchmark's options hold one, with its own spec's counts.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "common/synthetic_batch.h"
+#include "models/glow_tts.h"
+#include "train/config/config.h"
+
+namespace monoflow::train {
+
+struct BenchSetup {
+  BenchSetup(int warmup, int timed) : warmup(warmup), timed(timed) {}
+
+  Config config;  // the model section is used (ljspeech.yaml for the spec)
+  torch::Device device{torch::kCPU};
+  int warmup;     // untimed runs first (calls or steps): allocations, algorithm search, graph capture
+  int timed;      // then the timed runs, summarised by their median
+  int vocab = 148;
+  uint64_t seed = kSyntheticSeed;  // the weights' (and the benchmark's inputs') seed
+};
+
+// The benchmarked model: LibTorch's generator seeded with setup.seed, then the config's model
+// section for setup.vocab symbols, on setup.device (still in training mode).
+models::GlowTTS bench_model(const BenchSetup& setup);
+
+}  // namespace monoflow::train
