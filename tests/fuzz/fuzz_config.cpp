@@ -43,17 +43,13 @@ int main(int argc, char** argv) {
   t.valid_seeds = t.seeds.size();
   // Inputs that once broke or are easy to get wrong: a BOM, tabs, anchors and merges, flow
   // maps, wrong types, a section that is a list, invalid UTF-8, an empty document, two documents.
-  t.seeds.push_back("\xEF\xBB\xBFtrain:\n  batch_size: 4\n");
-  t.seeds.push_back("train:\n\tbatch_size: 4\n");
-  t.seeds.push_back("base: &b {batch_size: 4}\ntrain:\n  <<: *b\n");
-  t.seeds.push_back("train: {batch_size: [1, 2], learning_rate: .nan, betas: [1e400, -0]}\n");
-  t.seeds.push_back("train:\n  - batch_size\n");
-  t.seeds.push_back("data:\n  dataset_dir: \"\\xff\xff\xfe\"\n");
-  t.seeds.push_back("");
-  t.seeds.push_back("train: {}\n---\ntrain: {}\n");
-  t.seeds.push_back("train.batch_size=16\n");
-  t.seeds.push_back("data.text_cleaners=[english_cleaners, basic_cleaners]\n");
-  t.seeds.push_back("train.betas=[0.9, 0.98, 0.7]\n");
+  t.seeds.insert(t.seeds.end(), {"\xEF\xBB\xBFtrain:\n  batch_size: 4\n", "train:\n\tbatch_size: 4\n",
+                                 "base: &b {batch_size: 4}\ntrain:\n  <<: *b\n",
+                                 "train: {batch_size: [1, 2], learning_rate: .nan, betas: [1e400, -0]}\n",
+                                 "train:\n  - batch_size\n", "data:\n  dataset_dir: \"\\xff\xff\xfe\"\n", "",
+                                 "train: {}\n---\ntrain: {}\n", "train.batch_size=16\n",
+                                 "data.text_cleaners=[english_cleaners, basic_cleaners]\n",
+                                 "train.betas=[0.9, 0.98, 0.7]\n"});
   t.dictionary = {"train:", "data:", "model:", "run:", "\n  ", ": ", "- ", "[", "]", "{", "}", ",", "&a ", "*a",
                   "<<: ", "!!binary ", "!!str ", "!!int ", "~", "null", "true", "1e309", "-1", "0x7fffffff",
                   "99999999999999999999", ".inf", ".nan", "\"", "'", "#", "|\n", ">\n", "---\n", "...\n", "=",

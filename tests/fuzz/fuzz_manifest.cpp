@@ -79,18 +79,17 @@ int main(int argc, char** argv) {
   const std::string dir = corpus().dir;
   // Valid for both layouts: an LJSpeech line (id|text|text) whose id is also a readable path.
   const std::string wav1 = dir + "/wavs/LJ001-0001";
-  t.seeds.push_back("LJ001-0001|Hello there.|Hello there.\nLJ001-0002|Hi.|Hi.\n");
-  t.seeds.push_back(dir + "/wavs/LJ001-0001.wav|Printing, in the only sense.\n" + dir + "/wavs/stereo.wav|Hi there.\n");
-  t.seeds.push_back("+" + dir + "/wavs/LJ001-0001.wav|3|Printing.\n" + dir + "/wavs/stereo.wav|0|A b c.\n");
-  t.valid_seeds = 3;
+  t.seeds = {"LJ001-0001|Hello there.|Hello there.\nLJ001-0002|Hi.|Hi.\n",
+             dir + "/wavs/LJ001-0001.wav|Printing, in the only sense.\n" + dir + "/wavs/stereo.wav|Hi there.\n",
+             "+" + dir + "/wavs/LJ001-0001.wav|3|Printing.\n" + dir + "/wavs/stereo.wav|0|A b c.\n"};
+  t.valid_seeds = t.seeds.size();
   // Issue #13's inputs: a BOM, invalid UTF-8, text with no symbol of the set, text too long
   // for its audio, CRLF, empty and missing fields, a missing file.
-  t.seeds.push_back("\xEF\xBB\xBFLJ001-0001|Hello.|Hello.\n");
-  t.seeds.push_back("LJ001-0001|caf\xE9|caf\xE9\n");
-  t.seeds.push_back("LJ001-0001|\xE6\x97\xA5\xE6\x9C\xAC|\xE6\x97\xA5\xE6\x9C\xAC\n");
-  t.seeds.push_back("LJ001-0002|" + std::string(200, 'a') + "|" + std::string(200, 'a') + "\n");
-  t.seeds.push_back("LJ001-0001|Hello.|Hello.\r\n\r\nLJ001-0002||\r\n|||\n");
-  t.seeds.push_back("missing|a|a\n../../etc/passwd|a|a\n" + dir + "|a|a\n");
+  t.seeds.insert(t.seeds.end(), {"\xEF\xBB\xBFLJ001-0001|Hello.|Hello.\n", "LJ001-0001|caf\xE9|caf\xE9\n",
+                                 "LJ001-0001|\xE6\x97\xA5\xE6\x9C\xAC|\xE6\x97\xA5\xE6\x9C\xAC\n",
+                                 "LJ001-0002|" + std::string(200, 'a') + "|" + std::string(200, 'a') + "\n",
+                                 "LJ001-0001|Hello.|Hello.\r\n\r\nLJ001-0002||\r\n|||\n",
+                                 "missing|a|a\n../../etc/passwd|a|a\n" + dir + "|a|a\n"});
   t.dictionary = {"|", "||", "\n", "\r\n", "\xEF\xBB\xBF", "\xC3\x28", "\xFF", "\xE9", "\xF0\x9F\x98\x80", "LJ001-0001",
                   "LJ001-0002", wav1 + ".wav", dir + "/wavs/stereo.wav", "{HH AH0}", "$1,000", "-1", "99999999999", " "};
   t.run = run;

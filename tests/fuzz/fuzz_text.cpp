@@ -61,15 +61,12 @@ int main(int argc, char** argv) {
   t.valid_seeds = t.seeds.size();
   // Issue #13's and other edge inputs: a BOM, invalid UTF-8, only unknown characters, only
   // punctuation, only spaces, huge numbers, unbalanced braces, combining marks, emoji, NUL.
-  t.seeds.push_back("\xEF\xBB\xBFHello.");
-  t.seeds.push_back("caf\xE9 \xC3\x28 \xF0\x28\x8C\x28 \xED\xA0\x80 \xF4\x90\x80\x80");
-  t.seeds.push_back("\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E");
-  t.seeds.push_back("...!?");
-  t.seeds.push_back("   ");
-  t.seeds.push_back("$99999999999999999999999999.99 1000000000000000000000000th 12345678901234567890");
-  t.seeds.push_back("{HH AH0 {L OW1}} } { {}");
-  t.seeds.push_back("e\xCC\x81\xCC\x81 \xF0\x9F\x98\x80 \xC3\x9F \xC4\xB0");
-  t.seeds.push_back(std::string("a\0b", 3));
+  t.seeds.insert(t.seeds.end(), {"\xEF\xBB\xBFHello.",
+                                 "caf\xE9 \xC3\x28 \xF0\x28\x8C\x28 \xED\xA0\x80 \xF4\x90\x80\x80",
+                                 "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E", "...!?", "   ",
+                                 "$99999999999999999999999999.99 1000000000000000000000000th 12345678901234567890",
+                                 "{HH AH0 {L OW1}} } { {}", "e\xCC\x81\xCC\x81 \xF0\x9F\x98\x80 \xC3\x9F \xC4\xB0",
+                                 std::string("a\0b", 3)});
   t.dictionary = {"$", "\xC2\xA3", "%", ".", ",", "1", "0", "1st", "2nd", "3rd", "th", "-", "Mr.", "Dr.", "St.",
                   "{", "}", "{HH AH0}", "@", " ", "\t", "\n", "\xEF\xBB\xBF", "\xC3\x28", "\xFF", "\xE9",
                   "\xCC\x81", "\xF0\x9F\x98\x80", "\xE2\x80\x94", "1,000", "1.5", "9999999999999999999"};
