@@ -15,6 +15,14 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
+// How the flow kernels read masks and incoming gradients: float, contiguous.
+torch::Tensor float_contiguous(const torch::Tensor& t) { return t.to(torch::kFloat).contiguous(); }
+
+// x_mask [B, 1, T] for x [B, C, T], on x's device (what every flow kernel takes).
+bool mask_fits(const torch::Tensor& x_mask, const torch::Tensor& x) {
+  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
+         x_mask.device() == x.device();
+}
 
 // Batch chunks per channel for the backward's partial sums: enough blocks to fill the GPU.
 int chunks_for(int64_t batch, int64_t channels) {
@@ -27,7 +35,7 @@ class ActNormAffine : public torch::autograd::Function<ActNormAffine> {
                                const torch::Tensor& bias, const torch::Tensor& x_mask) {
     const c10::cuda::CUDAGuard guard(x_in.device());
     const auto x = x_in.contiguous();
-    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    const auto mask = float_contiguous(x_mask);
     const auto l = logs.contiguous(), b = bias.contiguous();
     auto y = torch::empty_like(x);
     check_launch(kernels::launch_actnorm_forward(x.data_ptr<float>(), l.data_ptr<float>(), b.data_ptr<float>(),
@@ -42,7 +50,7 @@ class ActNormAffine : public torch::autograd::Function<ActNormAffine> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &logs = saved[1], &mask = saved[2];
     const c10::cuda::CUDAGuard guard(x.device());
-    const auto grad_y = grads[0].to(torch::kFloat).contiguous();
+    const auto grad_y = float_contiguous(grads[0]);
     const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
     const int chunks = chunks_for(batch, channels);
     auto grad_x = torch::empty_like(x);
@@ -65,7 +73,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
     const c10::cuda::CUDAGuard guard(x_in.device());
     const auto x = x_in.contiguous();
     const auto w = weight.contiguous();
-    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    const auto mask = float_contiguous(x_mask);
     auto z = torch::empty_like(x);
     check_launch(kernels::launch_invconv4_forward(x.data_ptr<float>(), w.data_ptr<float>(), mask.data_ptr<float>(),
                                            z.data_ptr<float>(), x.size(0), x.size(1), x.size(2),
@@ -79,7 +87,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &w = saved[1], &mask = saved[2];
     const c10::cuda::CUDAGuard guard(x.device());
-    const auto grad_z = grads[0].to(torch::kFloat).contiguous();
+    const auto grad_z = float_contiguous(grads[0]);
     const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
     int blocks = 0;
     kernels::launch_invconv4_backward(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, batch, channels, time,
@@ -95,14 +103,12 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
   }
 };
 
-
-
 class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& out,
                              const torch::Tensor& bias, const torch::Tensor& x_mask) {
     const c10::cuda::CUDAGuard guard(x.device());
-    const auto mask = x_mask.to(torch::kFloat).contiguous();
+    const auto mask = float_contiguous(x_mask);
     const auto b = bias.contiguous();
     const int64_t batch = x.size(0), channels = x.size(1), time = x.size(2);
     auto z = torch::empty_like(x);
@@ -124,8 +130,8 @@ class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
     const torch::Tensor &z = saved[0], &out = saved[1], &b = saved[2], &mask = saved[3];
     const c10::cuda::CUDAGuard guard(z.device());
     const int64_t batch = z.size(0), channels = z.size(1), time = z.size(2);
-    const auto grad_z = grads[0].to(torch::kFloat).contiguous();
-    const auto grad_logdet = grads[1].to(torch::kFloat).contiguous();
+    const auto grad_z = float_contiguous(grads[0]);
+    const auto grad_logdet = float_contiguous(grads[1]);
     auto grad_x = torch::empty_like(z);
     auto grad_out = torch::empty_strided({batch, channels, time}, {channels * time, 1, channels}, out.options());
     dispatch_kernel_dtype(out.scalar_type(), "coupling kernels", [&](auto* tag) {
@@ -157,8 +163,7 @@ bool fused_coupling_applies(const torch::Tensor& x, const torch::Tensor& out, co
       bias.device() != x.device()) {
     return false;
   }
-  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
-         x_mask.device() == x.device();
+  return mask_fits(x_mask, x);
 }
 
 std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, const torch::Tensor& out,
@@ -173,8 +178,7 @@ bool fused_invconv_applies(const torch::Tensor& x, const torch::Tensor& weight, 
       weight.device() != x.device()) {
     return false;
   }
-  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
-         x_mask.device() == x.device();
+  return mask_fits(x_mask, x);
 }
 
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
@@ -188,8 +192,7 @@ bool fused_actnorm_applies(const torch::Tensor& x, const torch::Tensor& logs, co
   for (const auto* p : {&logs, &bias}) {
     if (p->scalar_type() != torch::kFloat || p->device() != x.device() || p->numel() != c) return false;
   }
-  return x_mask.dim() == 3 && x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2) &&
-         x_mask.device() == x.device();
+  return mask_fits(x_mask, x);
 }
 
 torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
