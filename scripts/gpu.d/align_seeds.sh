@@ -10,6 +10,8 @@
 # each run is also aligned with --silence-edge-ms 0 (word edges at the silence not pulled in), a second
 # line whose tokens read "<choice>-edge0". Every run's TextGrids come back in
 # $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
+# ALIGN_CONFIG trains another config (configs/quickstart.yaml), ALIGN_SET adds overrides to
+# every run ("key=value ...").
 # Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
 set -uo pipefail
 [ -n "${ALIGN_SEEDS:-}" ] || exit 0
@@ -39,8 +41,8 @@ for name in $CHOICES; do
   for seed in $ALIGN_SEEDS; do
     run=$W/run_${name}_$seed cache=$W/cache_$name
     overrides=(--set train.seed=$seed --set train.max_steps=$STEPS --set data.dataset_dir=$CORPUS --set data.cache_dir=$cache)
-    for kv in ${CHOICE[$name]}; do overrides+=(--set "$kv"); done
-    timeout 300 "$BUILD/bin/train" --config configs/quickstart.yaml --run-dir "$run" "${overrides[@]}" > "$W/train.log" 2>&1
+    for kv in ${CHOICE[$name]} ${ALIGN_SET:-}; do overrides+=(--set "$kv"); done
+    timeout 300 "$BUILD/bin/train" --config "${ALIGN_CONFIG:-configs/quickstart.yaml}" --run-dir "$run" "${overrides[@]}" > "$W/train.log" 2>&1
     ckpt=$(ls "$run"/checkpoints/ckpt_*.pt 2>/dev/null | sort -V | tail -1)
     [ -n "$ckpt" ] || { echo "$name seed $seed: no checkpoint"; tail -3 "$W/train.log"; continue; }
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
