@@ -146,7 +146,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
   // conditioning, added after dropout, keeps the composite path.
   const bool fused = wn_fused_applies(x) && !g.defined();
   // Under autocast the residual update also hands the next in_layer its input in the
-  // convolutions' dtype (residual_skip_low), so that the convolution casts nothing.
+  // convolutions' dtype (residual_skip's x_low), so that the convolution casts nothing.
   const bool low_copies = fused && at::autocast::is_autocast_enabled(at::kCUDA);
   torch::Tensor in_layer_input = x;
   const int64_t h = hidden_channels_;
@@ -167,16 +167,14 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     }
     if (last) {
       output = output + res_skip_layer.forward(acts);
-    } else if (low_copies) {
-      std::tie(x, output, in_layer_input) =
-          residual_skip_low(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
-    } else if (fused) {
-      std::tie(x, output) =
-          residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask);
     } else {
-      std::tie(x, output) = residual_skip(x, output, res_skip_layer.forward(acts), {}, x_mask);
+      auto out = fused ? residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias,
+                                       x_mask, low_copies)
+                       : residual_skip(x, output, res_skip_layer.forward(acts), {}, x_mask);
+      x = out.x;
+      output = out.skip;
+      in_layer_input = low_copies ? out.x_low : x;
     }
-    if (!low_copies) in_layer_input = x;
   }
   return output * x_mask;
 }

@@ -110,39 +110,19 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
   return {(x + res_and_skip[0]) * x_mask, skip_sum + res_and_skip[1]};
 }
 
-std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
-                                                      const torch::Tensor& x_mask) {
+ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
+                                 const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low) {
   if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
-    auto [x_out, skip_out] =
-        residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2));
-    return {x_out.unsqueeze(2), skip_out.unsqueeze(2)};
+    auto out = residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2), with_low);
+    return {out.x.unsqueeze(2), out.skip.unsqueeze(2), with_low ? out.x_low.unsqueeze(2) : torch::Tensor()};
   }
 #ifdef MONOFLOW_HAS_CUDA
   if (cuda::fused_residual_applies(x, skip_sum, res_skip, bias, x_mask)) {
-    return cuda::residual_skip(x, skip_sum, res_skip, bias, x_mask);
-  }
-#endif
-  return residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
-}
-
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
-                                                                          const torch::Tensor& skip_sum,
-                                                                          const torch::Tensor& res_skip,
-                                                                          const torch::Tensor& bias,
-                                                                          const torch::Tensor& x_mask) {
-  if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
-    auto [x_out, skip_out, x_low] =
-        residual_skip_low(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2));
-    return {x_out.unsqueeze(2), skip_out.unsqueeze(2), x_low.unsqueeze(2)};
-  }
-#ifdef MONOFLOW_HAS_CUDA
-  if (cuda::fused_residual_applies(x, skip_sum, res_skip, bias, x_mask)) {
-    return cuda::residual_skip_low(x, skip_sum, res_skip, bias, x_mask);
+    return cuda::residual_skip(x, skip_sum, res_skip, bias, x_mask, with_low);
   }
 #endif
   auto [x_out, skip_out] = residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
-  return {x_out, skip_out, x_out.to(res_skip.scalar_type())};
+  return {x_out, skip_out, with_low ? x_out.to(res_skip.scalar_type()) : torch::Tensor()};
 }
 
 }  // namespace monoflow::models

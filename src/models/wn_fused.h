@@ -13,8 +13,6 @@
 
 #include <torch/torch.h>
 
-#include <tuple>
-
 #include <utility>
 
 namespace monoflow::models {
@@ -30,23 +28,19 @@ torch::Tensor gated_activation_reference(const torch::Tensor& x_in, const torch:
 
 // One WN layer's residual and skip update (all layers but the last), res_skip [B, 2H, (1,) T]
 // split into (res, skip) with the res_skip layer's bias [2H] (or undefined: already added):
-// returns ((x + res) * x_mask, skip_sum + skip).
-std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
-                                                      const torch::Tensor& x_mask);
+// x = (x + res) * x_mask, skip = skip_sum + skip. With with_low, x_low is x in res_skip's
+// dtype (else undefined), the next in_layer's input under autocast: on CUDA the update's
+// kernel writes it and its backward adds its gradient, where a cast would cost a kernel each
+// way and one more to sum the two gradients.
+struct ResidualSkipOutput {
+  torch::Tensor x, skip, x_low;
+};
+ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
+                                 const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low = false);
 std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Tensor& x, const torch::Tensor& skip_sum,
                                                                 const torch::Tensor& res_skip,
                                                                 const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask);
-
-// residual_skip plus x_out in res_skip's dtype: {x_out, skip_out, x_low}. Under autocast x_low
-// is the next in_layer's input; on CUDA the update's kernel writes it and its backward adds its
-// gradient, where a cast would cost a kernel each way and one more to sum the two gradients.
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
-                                                                          const torch::Tensor& skip_sum,
-                                                                          const torch::Tensor& res_skip,
-                                                                          const torch::Tensor& bias,
-                                                                          const torch::Tensor& x_mask);
 
 // Whether gated_activation and residual_skip run fused kernels for tensors like x (a CUDA build
 // and a CUDA tensor); the WN layer then leaves the biases out of its convolutions.

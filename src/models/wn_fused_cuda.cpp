@@ -288,19 +288,10 @@ bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_su
   return contiguous || channels_last;
 }
 
-std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
-                                                      const torch::Tensor& x_mask) {
-  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, false);
-  return {out[0], out[1]};
-}
-
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
-                                                                          const torch::Tensor& skip_sum,
-                                                                          const torch::Tensor& res_skip,
-                                                                          const torch::Tensor& bias,
-                                                                          const torch::Tensor& x_mask) {
-  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, true);
+ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
+                                 const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low) {
+  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, with_low);
+  if (!with_low) return {out[0], out[1], torch::Tensor()};
   if (out[2].numel() == 0) out[2] = out[0].to(res_skip.scalar_type());  // float res_skip: no low copy
   return {out[0], out[1], out[2]};
 }

@@ -4,8 +4,7 @@
 
 #include <torch/torch.h>
 
-#include <tuple>
-#include <utility>
+#include "models/wn_fused.h"
 
 namespace monoflow::models::cuda {
 
@@ -18,17 +17,9 @@ torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& b
 // one layout (contiguous or channels-last); bias [2H] or undefined; x_mask [B, 1, T].
 bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                             const torch::Tensor& bias, const torch::Tensor& x_mask);
-std::pair<torch::Tensor, torch::Tensor> residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum,
-                                                      const torch::Tensor& res_skip, const torch::Tensor& bias,
-                                                      const torch::Tensor& x_mask);
-
-// residual_skip plus x_out in res_skip's dtype, written by the same kernel (the next
-// in_layer's input under autocast); its gradient joins x_out's in the backward kernel.
-std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> residual_skip_low(const torch::Tensor& x,
-                                                                          const torch::Tensor& skip_sum,
-                                                                          const torch::Tensor& res_skip,
-                                                                          const torch::Tensor& bias,
-                                                                          const torch::Tensor& x_mask);
+// with_low: x_low written by the same kernel (res_skip's dtype; a cast for float res_skip).
+ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
+                                 const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low);
 
 // rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out] (a 1x1 convolution of time rows),
 // CUDA; the bias's gradient as one matrix-vector product.

@@ -49,14 +49,14 @@ TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   auto skip = torch::tensor({10.0f, 20.0f, 30.0f, 40.0f}).view({1, 2, 2});
   auto res_skip = torch::arange(8, torch::kFloat).view({1, 4, 2});
   auto mask = torch::tensor({1.0f, 0.0f}).view({1, 1, 2});
-  auto [x_out, skip_out] = residual_skip(x, skip, res_skip, {}, mask);
-  EXPECT_TRUE(torch::equal(x_out, torch::tensor({1.0f, 0.0f, 5.0f, 0.0f}).view({1, 2, 2})));
-  EXPECT_TRUE(torch::equal(skip_out, torch::tensor({14.0f, 25.0f, 36.0f, 47.0f}).view({1, 2, 2})));
+  auto out = residual_skip(x, skip, res_skip, {}, mask);
+  EXPECT_TRUE(torch::equal(out.x, torch::tensor({1.0f, 0.0f, 5.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(out.skip, torch::tensor({14.0f, 25.0f, 36.0f, 47.0f}).view({1, 2, 2})));
   // With the res_skip layer's bias (res channels 0-1, skip channels 2-3).
   auto bias = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f});
-  std::tie(x_out, skip_out) = residual_skip(x, skip, res_skip, bias, mask);
-  EXPECT_TRUE(torch::equal(x_out, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
-  EXPECT_TRUE(torch::equal(skip_out, torch::tensor({17.0f, 28.0f, 40.0f, 51.0f}).view({1, 2, 2})));
+  out = residual_skip(x, skip, res_skip, bias, mask);
+  EXPECT_TRUE(torch::equal(out.x, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(out.skip, torch::tensor({17.0f, 28.0f, 40.0f, 51.0f}).view({1, 2, 2})));
   // The gate with a bias: tanh(0.5 + 1) * sigmoid(2 - 1).
   auto gate_bias = torch::tensor({1.0f, 0.0f, -1.0f, 0.0f});
   EXPECT_NEAR(gated_activation(x_in, gate_bias)[0][0][0].item<float>(), std::tanh(1.5f) / (1 + std::exp(-1.0f)), 1e-6);
@@ -204,7 +204,8 @@ TEST_F(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
     auto bias_ref = torch::randn({2 * c.h}, f32).requires_grad_(true);
     auto bias_fused = bias_ref.detach().clone().requires_grad_(true);
     auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias_ref, mask);
-    auto [fx, fs] = residual_skip(fused_in[0], fused_in[1], fused_in[2], bias_fused, mask);
+    const auto fused = residual_skip(fused_in[0], fused_in[1], fused_in[2], bias_fused, mask);
+    const torch::Tensor &fx = fused.x, &fs = fused.skip;
     EXPECT_EQ(is_channels_last_1d(fx), c.channels_last && c.t > 1);
     EXPECT_LE(max_abs_diff(fx, rx), 1e-6);
     EXPECT_LE(max_abs_diff(fs, rs), 1e-6);
@@ -222,7 +223,7 @@ TEST_F(WnFusedCuda, ResidualSkipMatchesTheReferenceForwardAndBackward) {
   }
 }
 
-// residual_skip_low: the same update plus x_out in res_skip's dtype, whose gradient the
+// residual_skip with_low: the same update plus x_out in res_skip's dtype, whose gradient the
 // backward kernel adds to x_out's. Against the reference followed by a cast (autograd's).
 TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
   torch::manual_seed(6);
@@ -237,7 +238,7 @@ TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
     auto bias = torch::randn({2 * c.h}, f32);
     auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias, mask);
     auto r_low = rx.to(c.dtype);
-    auto [fx, fs, f_low] = residual_skip_low(fused_in[0], fused_in[1], fused_in[2], bias, mask);
+    auto [fx, fs, f_low] = residual_skip(fused_in[0], fused_in[1], fused_in[2], bias, mask, /*with_low=*/true);
     EXPECT_EQ(f_low.scalar_type(), c.dtype);
     EXPECT_LE(max_abs_diff(fx, rx), 1e-6);
     EXPECT_LE(max_abs_diff(fs, rs), 1e-6);
@@ -259,7 +260,7 @@ TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
     ref_in = leaf_copies(ref_in);
     fused_in = leaf_copies(fused_in);
     auto [rx2, rs2] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2].to(torch::kFloat), bias, mask);
-    auto [fx2, fs2, f_low2] = residual_skip_low(fused_in[0], fused_in[1], fused_in[2], bias, mask);
+    auto [fx2, fs2, f_low2] = residual_skip(fused_in[0], fused_in[1], fused_in[2], bias, mask, /*with_low=*/true);
     torch::autograd::backward({rs2, rx2.to(c.dtype)}, {gs, g_low});
     torch::autograd::backward({fs2, f_low2}, {gs, g_low});
     for (int k = 0; k < 3; ++k) {
@@ -323,7 +324,8 @@ TEST_F(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   EXPECT_LE(max_abs_diff(acts.squeeze(2), gated_activation_reference(expected, bias)), 1e-5);
   auto mask = mask_of({40, 20, 33}, 40, torch::kCUDA);
   auto x6 = to_time_rows(torch::randn({3, 6, 40}, f32));
-  auto [x_out, skip_out] = residual_skip(x6, x6 * 2, y, bias, mask.unsqueeze(2));
+  const auto rows_out = residual_skip(x6, x6 * 2, y, bias, mask.unsqueeze(2));
+  const torch::Tensor &x_out = rows_out.x, &skip_out = rows_out.skip;
   EXPECT_TRUE(x_out.is_contiguous(torch::MemoryFormat::ChannelsLast));
   auto [x_ref, skip_ref] = residual_skip_reference(x6.squeeze(2), x6.squeeze(2) * 2, y.squeeze(2), bias, mask);
   EXPECT_LE(max_abs_diff(x_out.squeeze(2), x_ref), 1e-6);
