@@ -407,6 +407,57 @@ TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
   EXPECT_NE(summary.find("TINY-100\t" + (*dir_ / "corpus") + "/metadata.csv:1\t"), std::string::npos) << summary;
 }
 
+// By default the word edges at the leading and trailing silence move by half the analysis
+// window (512 samples at 22050 Hz); nothing else in the TextGrid changes.
+TEST_F(AlignRun, TheWordEdgesAtTheSilenceMoveByHalfTheWindowByDefault) {
+  ASSERT_FALSE(checkpoint_->empty());
+  AlignOptions o;
+  o.checkpoint = *checkpoint_;
+  o.dataset_dir = *dir_ / "corpus";
+  o.device = "cpu";
+  o.progress = false;
+  o.out_dir = *dir_ / "edges_default";
+  align_dataset(o);
+  o.out_dir = *dir_ / "edges_off";
+  o.silence_edge_ms = 0;
+  align_dataset(o);
+  const double half_window = 512.0 / 22050;
+  int moved = 0;
+  for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
+    const auto grid = [&](const std::string& out) {
+      const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
+      return parse_textgrid(read_text(path), path);
+    };
+    const TextGrid pulled = grid("edges_default"), plain = grid("edges_off");
+    ASSERT_EQ(pulled.tiers.size(), 2u);
+    EXPECT_EQ(format_textgrid(TextGrid{0, plain.xmax, {pulled.tiers[1]}}),
+              format_textgrid(TextGrid{0, plain.xmax, {plain.tiers[1]}})) << id;
+    const auto& pw = pulled.tiers[0].intervals;
+    const auto& w = plain.tiers[0].intervals;
+    ASSERT_EQ(pw.size(), w.size()) << id;
+    const size_t n = w.size();
+    ASSERT_GE(n, 2u) << id;
+    const auto reach = [&](size_t i) { return std::min(half_window, (w[i].xmax - w[i].xmin) / 4); };
+    std::vector<double> xmin(n), xmax(n);  // the expected tier
+    for (size_t i = 0; i < n; ++i) xmin[i] = w[i].xmin, xmax[i] = w[i].xmax;
+    if (w[0].text.empty() && !w[1].text.empty()) {  // a leading pause, then the first word
+      xmin[1] += reach(1);
+      xmax[0] = xmin[1];
+      ++moved;
+    }
+    if (!w[n - 2].text.empty() && w[n - 1].text.empty()) {  // the last word, then a trailing pause
+      xmax[n - 2] -= reach(n - 2);
+      xmin[n - 1] = xmax[n - 2];
+      ++moved;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(pw[i].xmin, xmin[i], 1e-12) << id << " " << i;
+      EXPECT_NEAR(pw[i].xmax, xmax[i], 1e-12) << id << " " << i;
+    }
+  }
+  EXPECT_GT(moved, 0);  // the tiny corpus's sentences end with a pause ("." and silence)
+}
+
 // The tool on a filelist with a missing wav and a malformed line: skipped and named under
 // on_bad_line: skip, a clear error (exit 1, nothing written) under error.
 TEST_F(AlignRun, TheToolSkipsBadLinesOrStopsAtTheFirst) {
