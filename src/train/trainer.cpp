@@ -556,10 +556,7 @@ void Trainer::validate_now() {
   vo.step = step_options_;
   vo.step.check_finite = false;
   vo.mel_basis = datasets_.validation->mel_spectrogram().filterbank();
-  vo.griffin_lim.n_fft = c_.data.mel.filter_length;
-  vo.griffin_lim.hop_length = c_.data.mel.hop_length;
-  vo.griffin_lim.win_length = c_.data.mel.win_length;
-  vo.griffin_lim.seed = static_cast<uint64_t>(c_.train.seed);
+  vo.griffin_lim = GriffinLimOptions(c_.data.mel).seed(static_cast<uint64_t>(c_.train.seed));
   const auto start = Clock::now();
   const ValidationResult v = validate(model_, *val_loader_, device_, vo);
   const int64_t epoch = loader_->position().epoch + 1;

@@ -6,18 +6,14 @@ namespace monoflow::train {
 namespace {
 
 torch::Tensor magnitude_of(const torch::Tensor& wave, const GriffinLimOptions& o) {
-  return torch::stft(wave, o.n_fft, o.hop_length, o.win_length, torch::hann_window(o.win_length),
+  return torch::stft(wave, o.n_fft(), o.hop_length(), o.win_length(), torch::hann_window(o.win_length()),
                      true, "reflect", false, true, true)
       .abs();
 }
 
 // A window of n_fft samples, hop n_fft / 4.
 GriffinLimOptions small_options(int n_fft, int iterations) {
-  GriffinLimOptions o;
-  o.n_fft = o.win_length = n_fft;
-  o.hop_length = n_fft / 4;
-  o.iterations = iterations;
-  return o;
+  return GriffinLimOptions().n_fft(n_fft).win_length(n_fft).hop_length(n_fft / 4).iterations(iterations);
 }
 
 TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
@@ -26,12 +22,11 @@ TEST(GriffinLim, RebuildsASpectrogramsMagnitude) {
   const torch::Tensor t = torch::arange(4000, torch::kFloat64) / rate;
   const torch::Tensor wave = (0.5 * torch::sin(2 * M_PI * 440 * t) + 0.25 * torch::sin(2 * M_PI * 1250 * t)).to(torch::kFloat32);
   const torch::Tensor target = magnitude_of(wave, o);
-  GriffinLimOptions no_iterations = o;
-  no_iterations.iterations = 0;
+  const GriffinLimOptions no_iterations = GriffinLimOptions(o).iterations(0);
   const torch::Tensor random_phase = griffin_lim(target, no_iterations);
   const torch::Tensor rebuilt = griffin_lim(target, o);
   EXPECT_EQ(rebuilt.dim(), 1);
-  EXPECT_EQ(rebuilt.size(0), (target.size(1) - 1) * o.hop_length);
+  EXPECT_EQ(rebuilt.size(0), (target.size(1) - 1) * o.hop_length());
   const torch::Tensor again = magnitude_of(rebuilt, o);
   // Spectral convergence: relative Frobenius error of the magnitudes. The random initial phases
   // give a large error; 32 fast Griffin-Lim iterations must cut it at least fourfold, below 0.2.

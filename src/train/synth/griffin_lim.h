@@ -6,15 +6,24 @@
 
 #include <cstdint>
 
+#include "common/arg.h"
+#include "data/options.h"
+
 namespace monoflow::train {
 
 struct GriffinLimOptions {
-  int n_fft = 1024;
-  int hop_length = 256;
-  int win_length = 1024;
-  int iterations = 32;
-  double momentum = 0.99;
-  uint64_t seed = 0;  // initial phases come from a private generator: training RNG is untouched
+  GriffinLimOptions() = default;
+  // The STFT of the training recipe's mels (n_fft, hop and window).
+  explicit GriffinLimOptions(const data::MelOptions& mel)
+      : n_fft_(mel.filter_length), hop_length_(mel.hop_length), win_length_(mel.win_length) {}
+
+  MONOFLOW_ARG(int, n_fft) = 1024;
+  MONOFLOW_ARG(int, hop_length) = 256;
+  MONOFLOW_ARG(int, win_length) = 1024;
+  MONOFLOW_ARG(int, iterations) = 32;
+  MONOFLOW_ARG(double, momentum) = 0.99;
+  // The initial phases come from a private generator: the training RNG is untouched.
+  MONOFLOW_ARG(uint64_t, seed) = 0;
 };
 
 // magnitude: [n_fft/2+1, frames] linear magnitude spectrogram -> 1-D waveform (CPU float32).

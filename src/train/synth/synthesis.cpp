@@ -95,12 +95,7 @@ torch::Tensor speaker_ids(int64_t speaker, int n_speakers, const std::string& ch
 
 // Griffin-Lim from the mel (the default vocoder), peak-normalised to 0.9.
 torch::Tensor griffin_lim_audio(const torch::Tensor& mel, const Config& c, const SynthesisOptions& o) {
-  GriffinLimOptions gl;
-  gl.n_fft = c.data.mel.filter_length;
-  gl.hop_length = c.data.mel.hop_length;
-  gl.win_length = c.data.mel.win_length;
-  gl.iterations = o.griffin_lim_iterations;
-  gl.seed = static_cast<uint64_t>(o.seed);
+  const auto gl = GriffinLimOptions(c.data.mel).iterations(o.griffin_lim_iterations).seed(static_cast<uint64_t>(o.seed));
   const auto basis = data::mel_filterbank(c.data.mel.sampling_rate, c.data.mel.filter_length, c.data.mel.n_mel_channels,
                                           c.data.mel.mel_fmin, c.data.mel.mel_fmax);
   torch::Tensor magnitude = mel_to_magnitude(mel, basis);
