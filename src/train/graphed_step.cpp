@@ -2,10 +2,12 @@
 
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "align/mas.h"
 #include "common/error.h"
+#include "train/bucket_lengths.h"
 #include "train/graph_capture.h"
 
 #ifdef MONOFLOW_HAS_CUDA
@@ -31,6 +33,19 @@ bool GraphedTrainStep::supported(const torch::Device& device, const StepOptions&
 namespace {
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// The decoder's k-wide convolutions, for BucketLengths.
+BucketLengthOptions decoder_conv_shape(const models::GlowTTSOptions& m, bool bf16) {
+  BucketLengthOptions o;
+  o.channels = m.decoder_channels();
+  o.kernel_size = m.kernel_size_dec();
+  o.dilation_rate = m.dilation_rate();
+  o.n_block_layers = m.n_block_layers();
+  o.n_blocks = m.n_blocks_dec();
+  o.n_sqz = m.n_sqz();
+  o.dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+  return o;
+}
 
 // dst[..., :n, ...] = src along `dim` (n = src's size there), zeros after it. Asynchronous
 // from pinned host memory or from the device.
@@ -65,6 +80,7 @@ struct GraphedTrainStep::Impl {
   static constexpr int64_t kShared = 3;
   torch::Tensor flat, shared;
   std::vector<torch::Tensor> params, grads;  // grads: persistent views of `flat`
+  std::optional<BucketLengths> lengths;  // GraphBuckets::measured_lengths
   c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
   std::map<Shape, Entry> entries;
   Entry* last = nullptr;
@@ -84,6 +100,7 @@ struct GraphedTrainStep::Impl {
       throw UserError("graph buckets: text and mel multiples and max_graphs must be >= 1");
     }
     buckets.mel_multiple = std::lcm(buckets.mel_multiple, model->options().n_sqz());
+    if (buckets.measured_lengths) lengths.emplace(decoder_conv_shape(model->options(), options.bf16), device);
     const c10::cuda::CUDAGuard guard(device);
     torch::NoGradGuard no_grad;
     int64_t numel = 0;
@@ -126,14 +143,15 @@ struct GraphedTrainStep::Impl {
     pool = at::cuda::graph_pool_handle();
   }
 
-  Shape shape_of(const data::Batch& b) const {
-    return {b.text.size(0), round_up(b.text.size(1), buckets.text_multiple),
-            round_up(b.mel.size(2), buckets.mel_multiple)};
+  Shape shape_of(const data::Batch& b) {
+    const int64_t batch = b.text.size(0), mel = round_up(b.mel.size(2), buckets.mel_multiple);
+    return {batch, round_up(b.text.size(1), buckets.text_multiple), lengths ? lengths->choose(batch, mel) : mel};
   }
 
-  // With several ranks, all replay the same shape (the largest of theirs): the ranks then
-  // step in lock-step, and each graph's all-reduce meets its twin on every other rank.
-  Shape agreed_shape(const data::Batch& h) const {
+  // With several ranks, all replay the same shape (the largest of theirs, a length that rank
+  // measured fast): the ranks then step in lock-step, and each graph's all-reduce meets its
+  // twin on every other rank.
+  Shape agreed_shape(const data::Batch& h) {
     const auto [b, t, s] = shape_of(h);
     if (dist == nullptr) return {b, t, s};
     const std::vector<int64_t> m = dist->max_over_ranks({t, s});

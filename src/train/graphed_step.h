@@ -25,8 +25,9 @@
 // batch is padded up to its bucket (masks keep the padding out of every loss term).
 //
 // Shapes: the batch's text and mel lengths are rounded up to multiples of
-// GraphBuckets::text_multiple / mel_multiple; each (B, T, S) gets its own graph, all sharing
-// one memory pool. The least recently used graph is dropped beyond max_graphs.
+// GraphBuckets::text_multiple / mel_multiple, and the mel length a little further where cuDNN's
+// convolutions measure slow at it (bucket_lengths.h); each (B, T, S) gets its own graph, all
+// sharing one memory pool. The least recently used graph is dropped beyond max_graphs.
 //
 //   GraphedTrainStep step(model, optimizer, step_options);
 //   StepResult r = step.step(host_batch, lr, step_number);   // r valid until the next step()
@@ -49,6 +50,7 @@ struct GraphBuckets {
   int64_t text_multiple = 16;  // tokens
   int64_t mel_multiple = 64;   // frames (rounded up to a multiple of the model's n_sqz)
   size_t max_graphs = 16;
+  bool measured_lengths = true;  // pad past lengths where the decoder's convolutions are slow
 };
 
 // What the device counted since the GraphedTrainStep was made (one read, one wait).

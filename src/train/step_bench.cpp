@@ -83,7 +83,9 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     throw UserError("--precision: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
   // (GraphedTrainStep refuses a CPU device or the cpu MAS backend itself.)
-  if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
+  if (mode != "eager" && mode != "graph" && mode != "graph-fixed") {
+    throw UserError("--modes: unknown '" + mode + "'; use eager, graph or graph-fixed");
+  }
   if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !s.device.is_cuda())) {
     throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
   }
@@ -122,7 +124,11 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     }
   }
   std::unique_ptr<GraphedTrainStep> graphed;
-  if (mode == "graph") graphed = std::make_unique<GraphedTrainStep>(model, optimizer, so);
+  if (mode != "eager") {
+    GraphBuckets buckets;
+    buckets.measured_lengths = mode == "graph";
+    graphed = std::make_unique<GraphedTrainStep>(model, optimizer, so, buckets);
+  }
   int64_t step = 0;
   auto run_step = [&]() {
     const auto& b = batches[step % batches.size()];
@@ -169,6 +175,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.precision = precision;
   row.mode = mode;
   row.graphs = graphed ? static_cast<int>(graphed->graphs()) : 0;
+  row.mel_frames = graphed ? graphed->inputs().mel.size(2) : batches[(step - 1) % batches.size()].mel.size(2);
   row.batch_size = o.batch_size;
   row.step_ms = median(step_ms);
   row.step_ms_min = *std::min_element(step_ms.begin(), step_ms.end());
@@ -183,15 +190,15 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
 
 std::string csv_header() {
   return "backend,precision,mode,B,step_ms,step_ms_min,step_ms_max,step_ms_p90,mas_ms,peak_mem_mib,samples_per_s,"
-         "nonfinite_steps,graphs,ranks,warmup_peak_mem_mib";
+         "nonfinite_steps,graphs,ranks,warmup_peak_mem_mib,mel_frames";
 }
 
 std::string csv_row(const StepBenchRow& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d,%.0f", r.backend.c_str(),
+  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d,%.0f,%lld", r.backend.c_str(),
                 r.precision.c_str(), r.mode.c_str(), r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max,
                 r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs, r.ranks,
-                r.warmup_peak_memory_mib);
+                r.warmup_peak_memory_mib, static_cast<long long>(r.mel_frames));
   return buf;
 }
 

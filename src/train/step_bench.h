@@ -10,7 +10,8 @@
 //
 // Two ways to run the step: "eager" (train_step, op by op from the host) and "graph"
 // (GraphedTrainStep: the whole step replayed as a CUDA graph; the first step of each batch
-// shape records it, inside the warm-up). With `profile_path` set, a few more steps after the
+// shape records it, inside the warm-up). "graph-fixed" is "graph" with the buckets' lengths
+// only rounded, not measured past cuDNN's slow lengths (bucket_lengths.h), for A/B runs. With `profile_path` set, a few more steps after the
 // timed ones run under LibTorch's Kineto profiler and its Chrome trace is written there, each
 // step inside a "monoflow_step" range (scripts/profile_summary.py reads it).
 //
@@ -45,7 +46,7 @@ struct StepBenchOptions {
 
 struct StepBenchRow {
   std::string backend, precision;  // precision: tf32 (float32, TF32 allowed) | fp32 | bf16
-  std::string mode;                // eager | graph
+  std::string mode;                // eager | graph | graph-fixed
   int batch_size = 0;
   double step_ms = 0;              // median
   double step_ms_min = 0, step_ms_max = 0, step_ms_p90 = 0;
@@ -56,6 +57,7 @@ struct StepBenchRow {
   int nonfinite_steps = 0;         // timed steps whose loss was not finite (should be 0)
   int graphs = 0;                  // CUDA graphs recorded (graph mode)
   int ranks = 1;                   // processes stepping together (data parallelism)
+  int64_t mel_frames = 0;          // the last timed step's mel length (padded to its bucket in graph modes)
 };
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);

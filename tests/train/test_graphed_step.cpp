@@ -102,7 +102,9 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
     const StepResult g = step.step(b, 1e-3, i + 1);
     const data::Batch& in = step.inputs();  // b padded to its bucket
     EXPECT_EQ(in.text.size(1) % 16, 0);
-    EXPECT_EQ(in.mel.size(2) % 64, 0);
+    // The bucket's length, or a little more where cuDNN measured slow (bucket_lengths.h).
+    const int64_t bucket = (b.mel.size(2) + 63) / 64 * 64, extra = in.mel.size(2) - bucket;
+    EXPECT_TRUE(extra == 0 || extra == 8 || extra == 16 || extra == 32) << in.mel.size(2);
     torch::manual_seed(100 + i);
     const StepResult e = train_step(eager, eager_opt, in, 1e-3, options);
     ASSERT_TRUE(e.finite);
@@ -174,7 +176,7 @@ TEST_F(GraphedStepCuda, BadLengthsComeBackWithTheirStep) {
 
 TEST_F(GraphedStepCuda, OneGraphPerBucketAndTheOldestDropped) {
   FusedAdam opt(graphed->parameters(), adam());
-  GraphedTrainStep step(graphed, opt, options, GraphBuckets{16, 64, 1});
+  GraphedTrainStep step(graphed, opt, options, GraphBuckets{16, 64, 1, /*measured_lengths=*/false});
   step.step(batches[0], 1e-3, 1);
   step.step(batches[0], 1e-3, 2);
   EXPECT_EQ(step.graphs(), 1u);
