@@ -2,6 +2,7 @@
 // (frames per token, JSON and .npy), a Praat TextGrid (word and token tiers) and optionally the
 // MAS path as a PNG; one summary.tsv. Everything it does lives in src/train/align_export/.
 //   align --checkpoint runs/quickstart/checkpoints/ckpt_000004000.pt --dataset-dir data/monoflow-corpus --out aligned
+// With several --checkpoint (runs of one config), each token boundary is their median.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,7 +14,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Align a dataset with a monoflow checkpoint: durations, TextGrids and MAS images per utterance."};
   monoflow::train::AlignOptions o;
   bool quiet = false;
-  app.add_option("--checkpoint", o.checkpoint, "checkpoint (runs/<name>/checkpoints/ckpt_*.pt)")->required();
+  app.add_option("--checkpoint", o.checkpoints,
+                 "checkpoint (runs/<name>/checkpoints/ckpt_*.pt); repeat it with other runs of the same config to "
+                 "take each token boundary's median over them (three runs: docs/benchmarks.md)")
+      ->required();
   app.add_option("--dataset-dir", o.dataset_dir,
                  "LJSpeech-layout folder (metadata.csv + wavs/); with --filelist, the base of its relative paths");
   app.add_option("--filelist", o.filelist, "a filelist (path|text, or path|speaker|text) instead of metadata.csv");

@@ -11,7 +11,9 @@
 # line whose tokens read "<choice>-edge0". Every run's TextGrids come back in
 # $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
 # ALIGN_CONFIG trains another config (configs/quickstart.yaml), ALIGN_SET adds overrides to
-# every run ("key=value ...").
+# every run ("key=value ..."). ALIGN_ENSEMBLE=N also aligns each N consecutive seeds' runs
+# together (align with N checkpoints: each boundary's median), a line "<choice>-median<N>" whose
+# seed reads "s1+s2+...".
 # Needs data/monoflow-corpus with its words/ carried (scripts/make_corpus.sh).
 set -uo pipefail
 [ -n "${ALIGN_SEEDS:-}" ] || exit 0
@@ -37,6 +39,7 @@ align_and_score() {
   mv "$W/aligned/textgrids" "$W/textgrids/${label}_$seed"
   rm -rf "$W/aligned"
 }
+group=() group_seeds=()
 for name in $CHOICES; do
   for seed in $ALIGN_SEEDS; do
     run=$W/run_${name}_$seed cache=$W/cache_$name
@@ -48,8 +51,20 @@ for name in $CHOICES; do
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
     align_and_score "$name"
     [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --silence-edge-ms 0
+    if [ "${ALIGN_ENSEMBLE:-0}" -gt 1 ]; then
+      mkdir -p "$W/kept"
+      mv "$ckpt" "$W/kept/${name}_$seed.pt"
+      group+=("$W/kept/${name}_$seed.pt") group_seeds+=("$seed")
+      if [ ${#group[@]} -eq "$ALIGN_ENSEMBLE" ]; then
+        ckpt=${group[0]} seed=$(IFS=+; echo "${group_seeds[*]}")
+        extra=(); for k in "${group[@]:1}"; do extra+=(--checkpoint "$k"); done
+        align_and_score "$name-median$ALIGN_ENSEMBLE" "${extra[@]}"
+        rm -f "${group[@]}"; group=() group_seeds=()
+      fi
+    fi
     rm -rf "$run"
   done
+  group=() group_seeds=()
 done
 [ -d "$W/textgrids" ] && tar czf "$OUT/align_seeds_textgrids.tgz" -C "$W/textgrids" .
 rm -rf "$W"  # keep the transfer small: the CSV and the TextGrids hold the results

@@ -22,6 +22,7 @@
 #include "test_util.h"
 #include "tiny_corpus.h"
 #include "train/align_export/aligner.h"
+#include "train/align_export/ensemble.h"
 #include "train/align_export/textgrid.h"
 #include "train/align_export/utterance_files.h"
 #include "train/align_export/word_spans.h"
@@ -341,7 +342,7 @@ class AlignRun : public testing::SharedCheckpointSuite<AlignRun> {
 TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
   ASSERT_FALSE(checkpoint_->empty());
   AlignOptions o;
-  o.checkpoint = *checkpoint_;
+  o.checkpoints = {*checkpoint_};
   o.dataset_dir = *dir_ / "corpus";
   o.out_dir = *dir_ / "aligned";
   o.device = "cpu";
@@ -407,12 +408,87 @@ TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
   EXPECT_NE(summary.find("TINY-100\t" + (*dir_ / "corpus") + "/metadata.csv:1\t"), std::string::npos) << summary;
 }
 
+// Several checkpoints: the durations are the median of their boundaries, token by token.
+TEST(MedianDurations, EachBoundaryIsTheMedianOverTheModels) {
+  // Two utterances of 3 tokens (the second has 2, then padding); boundaries (cumulative):
+  // utterance 0: [2, 5, 9], [3, 4, 9], [1, 6, 9] -> medians [2, 5, 9] -> durations [2, 3, 4].
+  // utterance 1: [1, 4, 4], [2, 4, 4], [3, 4, 4] -> [2, 4, 4] -> [2, 2, 0].
+  const auto d = [](std::vector<int64_t> v) { return torch::tensor(v, torch::kInt64).view({2, 3}); };
+  const torch::Tensor m = median_durations({d({2, 3, 4, 1, 3, 0}), d({3, 1, 5, 2, 2, 0}), d({1, 5, 3, 3, 1, 0})});
+  EXPECT_TRUE(torch::equal(m, d({2, 3, 4, 2, 2, 0}))) << m;
+  EXPECT_TRUE(torch::equal(m.sum(1), torch::tensor({9, 4}, torch::kInt64)));
+  // Two models: the lower median of each boundary ([2, 5, 9] and [3, 4, 9] -> [2, 4, 9]).
+  EXPECT_TRUE(torch::equal(median_durations({d({2, 3, 4, 1, 3, 0}), d({3, 1, 5, 2, 2, 0})}), d({2, 2, 5, 1, 3, 0})));
+  // One model: its own durations.
+  EXPECT_TRUE(torch::equal(median_durations({d({2, 3, 4, 1, 3, 0})}), d({2, 3, 4, 1, 3, 0})));
+  EXPECT_THROW(median_durations({}), UserError);
+  EXPECT_THROW(median_durations({d({1, 1, 1, 1, 1, 1}), torch::ones({3, 2}, torch::kInt64)}), UserError);
+}
+
+TEST(MedianDurations, EveryTokenKeepsAFrameOverManyRandomModels) {
+  torch::manual_seed(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<torch::Tensor> models;
+    for (int m = 0; m < 5; ++m) {
+      // 40 frames over 8 tokens, each at least one: 32 spread at random.
+      const torch::Tensor cuts = std::get<0>(torch::randint(0, 33, {7}, torch::kInt64).sort());
+      const torch::Tensor ends = torch::cat({cuts, torch::tensor({32}, torch::kInt64)}) + torch::arange(1, 9);
+      models.push_back(torch::diff(ends, 1, 0, torch::zeros({1}, torch::kInt64)).view({1, 8}));
+    }
+    const torch::Tensor m = median_durations(models);
+    EXPECT_EQ(m.sum().item<int64_t>(), 40);
+    EXPECT_GE(m.min().item<int64_t>(), 1) << m;
+  }
+}
+
+// The tool with three runs' checkpoints writes the median of what each one alone gives.
+TEST_F(AlignRun, SeveralCheckpointsGiveTheMedianOfTheirDurations) {
+  ASSERT_FALSE(checkpoint_->empty());
+  std::vector<std::string> checkpoints{*checkpoint_};
+  for (const int64_t seed : {7, 11}) {  // two more runs of the config, other seeds
+    Config c = testing::tiny_config(*dir_ / "corpus", *dir_ / ("run_seed" + std::to_string(seed)), 3);
+    c.train.seed = seed;
+    RunOptions ro;
+    ro.quiet = true;
+    ro.config_yaml = to_yaml(c);
+    checkpoints.push_back(train(c, ro).checkpoint);
+  }
+  AlignOptions o;
+  o.dataset_dir = *dir_ / "corpus";
+  o.device = "cpu";
+  o.progress = false;
+  o.images = true;
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    o.checkpoints = {checkpoints[i]};
+    o.out_dir = *dir_ / ("single_" + std::to_string(i));
+    align_dataset(o);
+  }
+  o.checkpoints = checkpoints;
+  o.out_dir = *dir_ / "median";
+  const AlignReport r = align_dataset(o);
+  EXPECT_EQ(r.utterances, 10);
+  int differ = 0;  // utterances where the runs disagree somewhere
+  for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
+    std::vector<torch::Tensor> each;
+    for (size_t i = 0; i < checkpoints.size(); ++i) {
+      const auto v = json_ints(read_text(*dir_ / ("single_" + std::to_string(i) + "/durations/" + id + ".json")), "durations");
+      each.push_back(torch::tensor(v, torch::kInt64).view({1, -1}));
+    }
+    differ += !torch::equal(each[0], each[1]) || !torch::equal(each[0], each[2]);
+    const auto got = json_ints(read_text(*dir_ / ("median/durations/" + id + ".json")), "durations");
+    const torch::Tensor want = median_durations(each);
+    EXPECT_TRUE(torch::equal(torch::tensor(got, torch::kInt64).view({1, -1}), want)) << id;
+    EXPECT_FALSE(read_text(*dir_ / ("median/images/" + id + ".png")).empty()) << id;
+  }
+  EXPECT_GT(differ, 0);  // else the median would not be tested
+}
+
 // By default the word edges at the leading and trailing silence move by half the analysis
 // window (512 samples at 22050 Hz); nothing else in the TextGrid changes.
 TEST_F(AlignRun, TheWordEdgesAtTheSilenceMoveByHalfTheWindowByDefault) {
   ASSERT_FALSE(checkpoint_->empty());
   AlignOptions o;
-  o.checkpoint = *checkpoint_;
+  o.checkpoints = {*checkpoint_};
   o.dataset_dir = *dir_ / "corpus";
   o.device = "cpu";
   o.progress = false;

@@ -15,6 +15,7 @@
 #include "data/posix_fs.h"
 #include "data/text_encoder.h"
 #include "models/glow_tts.h"
+#include "train/align_export/ensemble.h"
 #include "train/align_export/utterance_files.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
@@ -34,12 +35,14 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Config alignment_config(const AlignOptions& o) {
+  if (o.checkpoints.empty()) throw UserError("give --checkpoint FILE (one or more)");
   if (!o.config.empty()) return load_config(o.config, o.overrides);
-  const CheckpointState state = read_checkpoint_state(o.checkpoint);
+  const std::string& first = o.checkpoints.front();
+  const CheckpointState state = read_checkpoint_state(first);
   if (state.config_yaml.empty()) {
-    throw FileError(o.checkpoint, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
+    throw FileError(first, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
   }
-  return parse_config(state.config_yaml, o.checkpoint + " (config snapshot)", o.overrides);
+  return parse_config(state.config_yaml, first + " (config snapshot)", o.overrides);
 }
 
 data::DataOptions alignment_data_options(const Config& c, const AlignOptions& o) {
@@ -132,6 +135,13 @@ UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text
   return u;
 }
 
+// The alignment path of `durations` ([T] frames per token): [T, frames], 1 where a frame is the token's.
+torch::Tensor path_of(const torch::Tensor& durations, int64_t frames) {
+  const torch::Tensor ends = durations.cumsum(0);
+  const torch::Tensor frame = torch::arange(frames, durations.options()).unsqueeze(0);
+  return (frame.lt(ends.unsqueeze(1)) & frame.ge((ends - durations).unsqueeze(1))).to(torch::kFloat32);
+}
+
 // durations/<id>.json and .npy, textgrids/<id>.TextGrid, and images/<id>.png when `path` (the
 // MAS path [T, model frames]) is defined.
 void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const WordIntervals& words,
@@ -173,11 +183,15 @@ AlignReport align_dataset(const AlignOptions& o) {
   lo.pin_memory = device.is_cuda();
   data::DataLoader loader(dataset, lo);
 
-  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
-  model->to(device);
-  load_checkpoint(o.checkpoint, *model, nullptr);
-  model->set_ddi(false);
-  model->eval();
+  std::vector<models::GlowTTS> models;  // one per checkpoint, all of the config's architecture
+  for (const std::string& checkpoint : o.checkpoints) {
+    models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
+    model->to(device);
+    load_checkpoint(checkpoint, *model, nullptr);
+    model->set_ddi(false);
+    model->eval();
+    models.push_back(model);
+  }
 
   for (const char* sub : {"durations", "textgrids"}) make_dirs(o.out_dir + "/" + sub);
   if (o.images) make_dirs(o.out_dir + "/images");
@@ -208,12 +222,19 @@ AlignReport align_dataset(const AlignOptions& o) {
   torch::NoGradGuard no_grad;
   while (auto host_batch = loader.next()) {
     const data::Batch batch = to_device(*host_batch, device);
-    const models::GlowTTSOutput out =
-        model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
-    const torch::Tensor durations = out.durations.to(torch::kCPU, torch::kInt64);
-    const torch::Tensor model_frames = out.y_lengths.to(torch::kCPU);
-    const torch::Tensor mle = per_utterance_mle(out);
-    const torch::Tensor attn = o.images ? out.attn.to(torch::kCPU, torch::kFloat32) : torch::Tensor();
+    std::vector<torch::Tensor> each;  // every model's durations
+    torch::Tensor model_frames, mle, attn;
+    for (auto& model : models) {
+      const models::GlowTTSOutput out =
+          model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
+      each.push_back(out.durations.to(torch::kCPU, torch::kInt64));
+      model_frames = out.y_lengths.to(torch::kCPU);  // the same in every model: the config's n_sqz
+      const torch::Tensor m = per_utterance_mle(out);
+      mle = mle.defined() ? mle + m : m;
+      if (o.images && models.size() == 1) attn = out.attn.to(torch::kCPU, torch::kFloat32);
+    }
+    const torch::Tensor durations = median_durations(each);
+    mle = mle / static_cast<double>(models.size());
     const auto mel_lengths = host_batch->mel_lengths.accessor<int64_t, 1>();
     for (int64_t b = 0; b < static_cast<int64_t>(host_batch->ids.size()); ++b) {
       const size_t index = index_of.at(host_batch->ids[b]);
@@ -221,8 +242,9 @@ AlignReport align_dataset(const AlignOptions& o) {
       const int64_t seen = model_frames[b].item<int64_t>();
       const UtteranceAlignment u = utterance_alignment(item, *tp, durations[b], seen, mel_lengths[b]);
       const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), spans);
-      const torch::Tensor path =
-          o.images ? attn[b].slice(0, 0, static_cast<int64_t>(item.text.size())).slice(1, 0, seen) : torch::Tensor();
+      const int64_t tokens = static_cast<int64_t>(item.text.size());
+      torch::Tensor path;  // the model's MAS path; the median's own path for several models
+      if (o.images) path = attn.defined() ? attn[b].slice(0, 0, tokens).slice(1, 0, seen) : path_of(durations[b].slice(0, 0, tokens), seen);
       write_utterance(o.out_dir, u, words, timing, silence_edge_s, path);
 
       SummaryRow& row = rows[index];

@@ -2,7 +2,7 @@
 // with MAS over every utterance, in batches, and per utterance the durations (JSON and .npy), a
 // Praat TextGrid (token and word tiers) and optionally the MAS path as a PNG; one summary.tsv.
 //
-//   AlignOptions o;  o.checkpoint = "runs/x/checkpoints/ckpt_000004000.pt";
+//   AlignOptions o;  o.checkpoints = {"runs/x/checkpoints/ckpt_000004000.pt"};
 //   o.dataset_dir = "data/monoflow-corpus";  o.out_dir = "aligned";
 //   AlignReport r = align_dataset(o);
 //
@@ -24,8 +24,10 @@
 namespace monoflow::train {
 
 struct AlignOptions {
-  std::string checkpoint;   // a monoflow checkpoint (train's ckpt_*.pt)
-  std::string config;       // a config file to use instead of the checkpoint's snapshot ("": the snapshot)
+  // A monoflow checkpoint (train's ckpt_*.pt), or several: runs of one config, whose token
+  // boundaries are combined by their median (ensemble.h).
+  std::vector<std::string> checkpoints;
+  std::string config;       // a config file to use instead of the first checkpoint's snapshot ("": the snapshot)
   std::vector<std::string> overrides;  // key=value applied to that config (data.on_bad_line=error)
   std::string dataset_dir;  // LJSpeech layout (metadata.csv + wavs/); with a filelist, its base folder
   std::string filelist;     // path|text (or path|speaker|text) lines, as data.training_files
@@ -49,7 +51,7 @@ struct AlignReport {
   int64_t words = 0;
   int64_t word_label_fallbacks = 0;  // utterances whose word labels came from tokens (word_intervals)
   double audio_seconds = 0;
-  double mean_mle = 0;          // mean over utterances of the per-utterance mle
+  double mean_mle = 0;          // mean over utterances of the per-utterance mle (and over the models)
   double elapsed_s = 0;
   std::string backend;          // the MAS backend used
   std::string device;
