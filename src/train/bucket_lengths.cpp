@@ -35,8 +35,8 @@ size_t cheapest_length(const std::vector<int64_t>& frames, const std::vector<dou
 
 BucketLengths::BucketLengths(BucketLengthOptions options, torch::Device device)
     : options_(std::move(options)), device_(device) {
-  if (options_.extra_frames.empty() || options_.extra_frames.front() != 0 || options_.timed < 1 ||
-      options_.n_sqz < 1) {
+  if (options_.extra_frames().empty() || options_.extra_frames().front() != 0 || options_.timed() < 1 ||
+      options_.n_sqz() < 1) {
     throw UserError("bucket lengths: the candidates start at 0 extra frames; timed and n_sqz >= 1");
   }
 }
@@ -44,20 +44,20 @@ BucketLengths::BucketLengths(BucketLengthOptions options, torch::Device device)
 #ifdef MONOFLOW_HAS_CUDA
 double BucketLengths::conv_us(int64_t batch, int64_t frames) {
   const auto& o = options_;
-  const auto on_device = torch::TensorOptions().device(device_).dtype(o.dtype);
+  const auto on_device = torch::TensorOptions().device(device_).dtype(o.dtype());
   const auto last = torch::MemoryFormat::ChannelsLast;
   // The decoder's layout: [B, C, 1, T] rows in ChannelsLast, weights [2C, C, 1, k] likewise.
-  const torch::Tensor x = torch::full({batch, o.channels, 1, frames}, 0.01, on_device).contiguous(last);
-  const torch::Tensor w = torch::full({2 * o.channels, o.channels, 1, o.kernel_size}, 0.01, on_device).contiguous(last);
-  const torch::Tensor bias = torch::zeros({2 * o.channels}, on_device);
-  const torch::Tensor grad = torch::full({batch, 2 * o.channels, 1, frames}, 0.01, on_device).contiguous(last);
+  const torch::Tensor x = torch::full({batch, o.channels(), 1, frames}, 0.01, on_device).contiguous(last);
+  const torch::Tensor w = torch::full({2 * o.channels(), o.channels(), 1, o.kernel_size()}, 0.01, on_device).contiguous(last);
+  const torch::Tensor bias = torch::zeros({2 * o.channels()}, on_device);
+  const torch::Tensor grad = torch::full({batch, 2 * o.channels(), 1, frames}, 0.01, on_device).contiguous(last);
   std::multiset<int64_t> dilations;  // one layer each
-  for (int64_t i = 0, d = 1; i < o.n_block_layers; ++i, d *= o.dilation_rate) dilations.insert(d);
+  for (int64_t i = 0, d = 1; i < o.n_block_layers(); ++i, d *= o.dilation_rate()) dilations.insert(d);
 
   const auto stream = c10::cuda::getCurrentCUDAStream(device_.index());
   double total = 0;
   for (auto d = dilations.begin(); d != dilations.end(); d = dilations.upper_bound(*d)) {
-    const std::vector<int64_t> stride{1, 1}, padding{0, (o.kernel_size - 1) * *d / 2}, dilation{1, *d};
+    const std::vector<int64_t> stride{1, 1}, padding{0, (o.kernel_size() - 1) * *d / 2}, dilation{1, *d};
     const auto once = [&] {
       at::convolution(x, w, bias, stride, padding, dilation, false, {0, 0}, 1);
       at::convolution_backward(grad, x, w, bias.sizes(), stride, padding, dilation, false, {0, 0}, 1,
@@ -66,12 +66,12 @@ double BucketLengths::conv_us(int64_t batch, int64_t frames) {
     once();  // cuDNN's benchmark mode picks its engines on a shape's first call
     at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
     start.record(stream);
-    for (int i = 0; i < o.timed; ++i) once();
+    for (int i = 0; i < o.timed(); ++i) once();
     stop.record(stream);
     stop.synchronize();
-    total += 1e3 * start.elapsed_time(stop) / o.timed * double(dilations.count(*d));
+    total += 1e3 * start.elapsed_time(stop) / o.timed() * double(dilations.count(*d));
   }
-  return total * double(o.n_blocks);
+  return total * double(o.n_blocks());
 }
 
 int64_t BucketLengths::choose(int64_t batch, int64_t mel_frames) {
@@ -85,8 +85,8 @@ int64_t BucketLengths::choose(int64_t batch, int64_t mel_frames) {
   std::vector<int64_t> frames;
   std::vector<double> times;
   try {
-    for (const int64_t extra : options_.extra_frames) {
-      frames.push_back(mel_frames / options_.n_sqz + extra);
+    for (const int64_t extra : options_.extra_frames()) {
+      frames.push_back(mel_frames / options_.n_sqz() + extra);
       times.push_back(conv_us(batch, frames.back()));
     }
   } catch (...) {
@@ -94,7 +94,7 @@ int64_t BucketLengths::choose(int64_t batch, int64_t mel_frames) {
     throw;
   }
   context.setBenchmarkCuDNN(benchmark);
-  const int64_t chosen = frames[cheapest_length(frames, times)] * options_.n_sqz;
+  const int64_t chosen = frames[cheapest_length(frames, times)] * options_.n_sqz();
   chosen_.emplace(key, chosen);
   return chosen;
 }

@@ -16,19 +16,23 @@
 #include <utility>
 #include <vector>
 
+#include "common/arg.h"
+
 namespace monoflow::train {
 
 struct BucketLengthOptions {
   // The decoder's WN layers: hidden channels, kernel, dilation rate, layers per block, blocks.
-  int64_t channels = 192;
-  int64_t kernel_size = 5;
-  int64_t dilation_rate = 1;
-  int64_t n_block_layers = 4;
-  int64_t n_blocks = 12;
-  int64_t n_sqz = 2;                      // mel frames per decoder frame
-  torch::ScalarType dtype = torch::kFloat32;  // the convolutions' dtype (bf16 under autocast)
-  std::vector<int64_t> extra_frames{0, 4, 8, 16};  // candidates: decoder frames above the bucket
-  int timed = 5;                          // timed repetitions per candidate (after one untimed)
+  MONOFLOW_ARG(int64_t, channels) = 192;
+  MONOFLOW_ARG(int64_t, kernel_size) = 5;
+  MONOFLOW_ARG(int64_t, dilation_rate) = 1;
+  MONOFLOW_ARG(int64_t, n_block_layers) = 4;
+  MONOFLOW_ARG(int64_t, n_blocks) = 12;
+  MONOFLOW_ARG(int64_t, n_sqz) = 2;  // mel frames per decoder frame
+  // The convolutions' dtype: bf16 under autocast.
+  MONOFLOW_ARG(torch::ScalarType, dtype) = torch::kFloat32;
+  // Candidates: decoder frames above the bucket's own length (0: the bucket itself).
+  MONOFLOW_ARG(std::vector<int64_t>, extra_frames) = {0, 4, 8, 16};
+  MONOFLOW_ARG(int, timed) = 5;  // timed repetitions per candidate, after one untimed
 };
 
 // The rest of a step costs about 7x the decoder's k-wide convolutions in bf16 and 2x in TF32

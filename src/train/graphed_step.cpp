@@ -36,15 +36,14 @@ int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1
 
 // The decoder's k-wide convolutions, for BucketLengths.
 BucketLengthOptions decoder_conv_shape(const models::GlowTTSOptions& m, bool bf16) {
-  BucketLengthOptions o;
-  o.channels = m.decoder_channels();
-  o.kernel_size = m.kernel_size_dec();
-  o.dilation_rate = m.dilation_rate();
-  o.n_block_layers = m.n_block_layers();
-  o.n_blocks = m.n_blocks_dec();
-  o.n_sqz = m.n_sqz();
-  o.dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
-  return o;
+  return BucketLengthOptions()
+      .channels(m.decoder_channels())
+      .kernel_size(m.kernel_size_dec())
+      .dilation_rate(m.dilation_rate())
+      .n_block_layers(m.n_block_layers())
+      .n_blocks(m.n_blocks_dec())
+      .n_sqz(m.n_sqz())
+      .dtype(bf16 ? torch::kBFloat16 : torch::kFloat32);
 }
 
 // dst[..., :n, ...] = src along `dim` (n = src's size there), zeros after it. Asynchronous

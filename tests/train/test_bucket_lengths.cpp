@@ -33,9 +33,8 @@ TEST(BucketLengths, TiesGoToTheShortestLength) { EXPECT_EQ(cheapest_length({256,
 TEST(BucketLengths, RejectsMismatchedTimings) {
   EXPECT_THROW(cheapest_length({512, 520}, {1.0}), UserError);
   EXPECT_THROW(cheapest_length({}, {}), UserError);
-  BucketLengthOptions no_bucket;
-  no_bucket.extra_frames = {4, 8};  // the bucket's own length must be a candidate
-  EXPECT_THROW(BucketLengths(no_bucket, torch::kCPU), UserError);
+  // The bucket's own length must be a candidate.
+  EXPECT_THROW(BucketLengths(BucketLengthOptions().extra_frames({4, 8}), torch::kCPU), UserError);
 }
 
 TEST(BucketLengths, TheCpuKeepsEveryLength) {
@@ -47,12 +46,7 @@ TEST(BucketLengths, TheCpuKeepsEveryLength) {
 TEST(BucketLengthsCuda, ChoosesAMeasuredCandidateOncePerShape) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-    BucketLengthOptions o;
-    o.channels = 48;
-    o.n_blocks = 2;
-    o.n_block_layers = 2;
-    o.dilation_rate = 2;
-    o.dtype = dtype;
+    const auto o = BucketLengthOptions().channels(48).n_blocks(2).n_block_layers(2).dilation_rate(2).dtype(dtype);
     BucketLengths lengths(o, torch::kCUDA);
     at::globalContext().setBenchmarkCuDNN(false);
     const int64_t chosen = lengths.choose(4, 256);
