@@ -5,10 +5,29 @@
 // With several --checkpoint (runs of one config), each token boundary is their median.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "cli_main.h"
 #include "train/align_export/aligner.h"
+
+namespace {
+
+std::string recentring(const monoflow::train::AlignOptions& o, const monoflow::train::AlignReport& r) {
+  char text[160];
+  if (!o.recentre) return "as MAS placed them (--no-recentre)";
+  if (r.recentred_ms == 0) {
+    std::snprintf(text, sizeof text, "not recentred (%lld word junctions; the offset could not be told)",
+                  static_cast<long long>(r.junctions));
+  } else {
+    std::snprintf(text, sizeof text, "recentred: boundaries moved %.1f ms %s (from %lld word junctions)",
+                  std::abs(r.recentred_ms), r.recentred_ms > 0 ? "earlier" : "later", static_cast<long long>(r.junctions));
+  }
+  return text;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Align a dataset with a monoflow checkpoint: durations, TextGrids and MAS images per utterance."};
@@ -35,20 +54,25 @@ int main(int argc, char** argv) {
                  "trailing silence this far into the word, for the mel window's reach (default: half of "
                  "data.win_length, 23.2 ms at 1024 samples and 22050 Hz; 0: off)")
       ->check(CLI::NonNegativeNumber);
+  bool no_recentre = false;
+  app.add_flag("--no-recentre", no_recentre,
+               "keep MAS's boundaries in the TextGrids as they are, instead of moving them by the run's offset "
+               "that the spectral change at word junctions tells (docs/benchmarks.md, \"Recentring\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {
     o.progress = !quiet;
+    o.recentre = !no_recentre;
     const auto r = monoflow::train::align_dataset(o);
     std::fprintf(stderr,
                  "align: %lld utterances (%.1f s of audio, %lld words) in %.1f s on %s (MAS %s); %lld bad line(s) "
-                 "skipped; mean mle %.4f%s\n  wrote %s/{durations,textgrids%s}/ and %s\n",
+                 "skipped; mean mle %.4f%s\n  TextGrids %s\n  wrote %s/{durations,textgrids%s}/ and %s\n",
                  static_cast<long long>(r.utterances), r.audio_seconds, static_cast<long long>(r.words), r.elapsed_s,
                  r.device.c_str(), r.backend.c_str(), static_cast<long long>(r.bad_lines), r.mean_mle,
                  r.word_label_fallbacks > 0
                      ? (", " + std::to_string(r.word_label_fallbacks) + " with word labels from tokens").c_str()
                      : "",
-                 o.out_dir.c_str(), o.images ? ",images" : "", r.summary_path.c_str());
+                 recentring(o, r).c_str(), o.out_dir.c_str(), o.images ? ",images" : "", r.summary_path.c_str());
     return 0;
   });
 }

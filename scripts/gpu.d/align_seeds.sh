@@ -8,7 +8,8 @@
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
 # $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1
 # each run is also aligned with --silence-edge-ms 0 (word edges at the silence not pulled in), a second
-# line whose tokens read "<choice>-edge0". Every run's TextGrids come back in
+# line whose tokens read "<choice>-edge0"; with ALIGN_RECENTRE_AB=1, also with --no-recentre
+# (MAS's boundaries as they are), a line "<choice>-mas". Every run's TextGrids come back in
 # $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
 # ALIGN_CONFIG trains another config (configs/quickstart.yaml), ALIGN_SET adds overrides to
 # every run ("key=value ..."). ALIGN_ENSEMBLE=N also aligns each N consecutive seeds' runs
@@ -35,6 +36,7 @@ align_and_score() {
     --batch-size 32 --cache-dir "$cache" -q "$@" > "$W/align.log" 2>&1 || { tail -3 "$W/align.log"; return; }
   python3 scripts/score_alignment.py --textgrids "$W/aligned/textgrids" --reference "$CORPUS/words" \
     --row "$label,$seed,$step" | tee -a "$OUT/align_seeds.csv"
+  grep -h "TextGrids" "$W/align.log" | sed "s/^ */  $label $seed: /"
   mkdir -p "$W/textgrids"
   mv "$W/aligned/textgrids" "$W/textgrids/${label}_$seed"
   rm -rf "$W/aligned"
@@ -51,6 +53,7 @@ for name in $CHOICES; do
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
     align_and_score "$name"
     [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --silence-edge-ms 0
+    [ "${ALIGN_RECENTRE_AB:-0}" = 1 ] && align_and_score "$name-mas" --no-recentre
     if [ "${ALIGN_ENSEMBLE:-0}" -gt 1 ]; then
       mkdir -p "$W/kept"
       mv "$ckpt" "$W/kept/${name}_$seed.pt"

@@ -23,6 +23,7 @@
 #include "tiny_corpus.h"
 #include "train/align_export/aligner.h"
 #include "train/align_export/ensemble.h"
+#include "train/align_export/recentre.h"
 #include "train/align_export/textgrid.h"
 #include "train/align_export/utterance_files.h"
 #include "train/align_export/word_spans.h"
@@ -481,6 +482,101 @@ TEST_F(AlignRun, SeveralCheckpointsGiveTheMedianOfTheirDurations) {
     EXPECT_FALSE(read_text(*dir_ / ("median/images/" + id + ".png")).empty()) << id;
   }
   EXPECT_GT(differ, 0);  // else the median would not be tested
+}
+
+// Recentring (recentre.h): the spectral change around word junctions, the offset it tells, and
+// the boundaries moved by it.
+TEST(Recentre, TheChangePeaksWhereTheSpectrumMoves) {
+  // Four bands, 40 frames; the spectrum steps up at frame 12 and down at frame 24. With
+  // junctions at 10 and 22, the change peaks 2 frames after them.
+  torch::Tensor mel = torch::zeros({4, 40}, torch::kFloat32);
+  mel.slice(1, 12, 24).fill_(1.0);
+  JunctionChange change;
+  change.add(mel, {10, 22});
+  EXPECT_EQ(change.junctions(), 2);
+  EXPECT_NEAR(change.peak_lag(), 2.0, 1e-9);
+  // A step spread over two frames (halfway at 13): the peak lies between lags 2 and 3.
+  torch::Tensor ramp = torch::zeros({4, 40}, torch::kFloat32);
+  ramp.slice(1, 12, 13).fill_(0.5);
+  ramp.slice(1, 13, 40).fill_(1.0);
+  JunctionChange spread;
+  spread.add(ramp, {10});
+  EXPECT_NEAR(spread.peak_lag(), 2.5, 1e-9);
+  // Junctions too near an end are left out; none left: no peak.
+  JunctionChange edge;
+  edge.add(mel, {2, 38});
+  EXPECT_EQ(edge.junctions(), 0);
+  EXPECT_TRUE(std::isnan(edge.peak_lag()));
+  // A peak at the edge of the reach tells nothing.
+  JunctionChange far;
+  far.add(mel, {12 - JunctionChange::kReach});
+  EXPECT_TRUE(std::isnan(far.peak_lag()));
+}
+
+TEST(Recentre, TheOffsetIsTheDistanceFromTheUsualPeak) {
+  torch::Tensor mel = torch::zeros({4, 60}, torch::kFloat32);
+  for (int64_t s = 12; s < 60; s += 12) mel.slice(1, s, s + 6).fill_(1.0);  // steps at 12, 18, 24, ...
+  JunctionChange change;
+  change.add(mel, {12, 24, 36});  // peaks at lag 0: the run is kChangePeakLagFrames late
+  EXPECT_NEAR(change.peak_lag(), 0.0, 1e-9);
+  EXPECT_NEAR(run_offset_frames(change, 3), kChangePeakLagFrames, 1e-9);
+  EXPECT_EQ(run_offset_frames(change, 4), 0.0);  // too few junctions to tell
+  EXPECT_EQ(run_offset_frames(JunctionChange{}, 0), 0.0);
+}
+
+TEST(Recentre, JunctionsAreWhereTwoWordsMeet) {
+  WordIntervals w;
+  w.intervals = {{0, 5, ""}, {5, 20, "one"}, {20, 31, "two"}, {31, 40, ""}, {40, 52, "three"}, {52, 60, ""}};
+  EXPECT_EQ(word_junctions(w), (std::vector<int64_t>{20}));
+}
+
+TEST(Recentre, ShiftingKeepsTheGridsEndsAndTheOrder) {
+  TextGrid g{0, 1.0, {{"words", {{0, 0.1, ""}, {0.1, 0.5, "a"}, {0.5, 0.99, "b"}, {0.99, 1.0, ""}}}}};
+  TextGrid earlier = g;
+  shift_boundaries(earlier, 0.02);
+  const auto& e = earlier.tiers[0].intervals;
+  EXPECT_DOUBLE_EQ(e[0].xmin, 0.0);
+  EXPECT_DOUBLE_EQ(e[1].xmin, 0.08);
+  EXPECT_DOUBLE_EQ(e[2].xmin, 0.48);
+  EXPECT_DOUBLE_EQ(e[3].xmin, 0.97);
+  EXPECT_DOUBLE_EQ(e[3].xmax, 1.0);
+  for (size_t i = 0; i + 1 < e.size(); ++i) EXPECT_DOUBLE_EQ(e[i].xmax, e[i + 1].xmin);
+  TextGrid later = g;
+  shift_boundaries(later, -0.05);  // the last boundary would pass the end: it stops 0.1 ms before it
+  const auto& l = later.tiers[0].intervals;
+  EXPECT_DOUBLE_EQ(l[1].xmin, 0.15);
+  EXPECT_DOUBLE_EQ(l[3].xmin, 1.0 - 1e-4);
+  EXPECT_DOUBLE_EQ(l[3].xmax, 1.0);
+  EXPECT_LT(l[2].xmin, l[2].xmax);
+}
+
+// Through the tool's path: the TextGrids move by the reported offset, the durations do not.
+TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
+  ASSERT_FALSE(checkpoint_->empty());
+  AlignOptions o;
+  o.checkpoints = {*checkpoint_};
+  o.dataset_dir = *dir_ / "corpus";
+  o.device = "cpu";
+  o.progress = false;
+  o.recentre_min_junctions = 1;  // the tiny corpus has few
+  o.out_dir = *dir_ / "recentred";
+  const AlignReport moved = align_dataset(o);
+  o.recentre = false;
+  o.out_dir = *dir_ / "as_mas";
+  const AlignReport kept = align_dataset(o);
+  EXPECT_EQ(kept.recentred_ms, 0.0);
+  EXPECT_GT(moved.junctions, 0);
+  EXPECT_NE(moved.recentred_ms, 0.0);  // else nothing below is tested (this model: ~-16 ms)
+  for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
+    EXPECT_EQ(read_text(*dir_ / ("recentred/durations/" + id + ".json")), read_text(*dir_ / ("as_mas/durations/" + id + ".json")));
+    const auto grid = [&](const std::string& out) {
+      const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
+      return parse_textgrid(read_text(path), path);
+    };
+    TextGrid want = grid("as_mas");
+    shift_boundaries(want, moved.recentred_ms / 1000);
+    EXPECT_EQ(format_textgrid(grid("recentred")), format_textgrid(want)) << id;
+  }
 }
 
 // By default the word edges at the leading and trailing silence move by half the analysis

@@ -16,6 +16,7 @@
 #include "data/text_encoder.h"
 #include "models/glow_tts.h"
 #include "train/align_export/ensemble.h"
+#include "train/align_export/recentre.h"
 #include "train/align_export/utterance_files.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
@@ -142,10 +143,10 @@ torch::Tensor path_of(const torch::Tensor& durations, int64_t frames) {
   return (frame.lt(ends.unsqueeze(1)) & frame.ge((ends - durations).unsqueeze(1))).to(torch::kFloat32);
 }
 
-// durations/<id>.json and .npy, textgrids/<id>.TextGrid, and images/<id>.png when `path` (the
-// MAS path [T, model frames]) is defined.
-void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const WordIntervals& words,
-                     const FrameTiming& timing, double silence_edge_s, const torch::Tensor& path) {
+// durations/<id>.json and .npy, and images/<id>.png when `path` (the MAS path [T, model
+// frames]) is defined. The TextGrid comes once the whole run has been seen (recentre.h).
+void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const FrameTiming& timing,
+                     const torch::Tensor& path) {
   const std::string stem = out_dir + "/durations/" + u.id;
   write_file(stem + ".json", durations_json(u, timing));
   torch::Tensor frames = torch::empty({static_cast<int64_t>(u.tokens.size())}, torch::kInt32);
@@ -154,7 +155,6 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
     frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
   }
   write_file(stem + ".npy", encode_npy_int32(frames));
-  write_file(out_dir + "/textgrids/" + u.id + ".TextGrid", format_textgrid(alignment_textgrid(u, words, timing, silence_edge_s)));
   if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240}).bytes);
 }
 
@@ -219,6 +219,8 @@ AlignReport align_dataset(const AlignOptions& o) {
   auto last_plain = Clock::now();
   const auto loop_start = Clock::now();
 
+  std::vector<std::pair<std::string, TextGrid>> grids;  // written at the end, recentred
+  JunctionChange change;
   torch::NoGradGuard no_grad;
   while (auto host_batch = loader.next()) {
     const data::Batch batch = to_device(*host_batch, device);
@@ -245,7 +247,9 @@ AlignReport align_dataset(const AlignOptions& o) {
       const int64_t tokens = static_cast<int64_t>(item.text.size());
       torch::Tensor path;  // the model's MAS path; the median's own path for several models
       if (o.images) path = attn.defined() ? attn[b].slice(0, 0, tokens).slice(1, 0, seen) : path_of(durations[b].slice(0, 0, tokens), seen);
-      write_utterance(o.out_dir, u, words, timing, silence_edge_s, path);
+      write_utterance(o.out_dir, u, timing, path);
+      grids.push_back({u.id, alignment_textgrid(u, words, timing, silence_edge_s)});
+      if (o.recentre) change.add(host_batch->mel[b].slice(1, 0, mel_lengths[b]), word_junctions(words));
 
       SummaryRow& row = rows[index];
       row.id = u.id;
@@ -271,6 +275,16 @@ AlignReport align_dataset(const AlignOptions& o) {
     }
   }
   if (o.progress) progress.finish();
+
+  report.junctions = change.junctions();
+  const double offset_s = o.recentre ? run_offset_frames(change, o.recentre_min_junctions) * timing.hop_length /
+                                           timing.sampling_rate
+                                     : 0.0;
+  report.recentred_ms = offset_s * 1000;
+  for (auto& [id, grid] : grids) {
+    if (offset_s != 0) shift_boundaries(grid, offset_s);
+    write_file(o.out_dir + "/textgrids/" + id + ".TextGrid", format_textgrid(grid));
+  }
 
   std::vector<SummaryRow> written;  // dataset order
   for (const SummaryRow& row : rows) {

@@ -14,7 +14,8 @@
 //   summary.tsv           one line per utterance (dataset order), see align_dataset
 // Durations sum to the utterance's mel frames (1 + samples / hop_length, the recipe's count):
 // the model sees only a multiple of n_sqz frames, and the up to n_sqz - 1 frames it does not see
-// are added to the last token. TextGrid times: FrameTiming::boundary (utterance_files.h).
+// are added to the last token. TextGrid times: FrameTiming::boundary (utterance_files.h), moved by
+// the run's offset (recentre.h), so TextGrids are written when every utterance has been seen.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,11 @@ struct AlignOptions {
   // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
   // 23.2 ms in the LJSpeech recipe); 0: not at all.
   double silence_edge_ms = -1;
+  // Move the run's boundaries by its offset as the mel's spectral change at word junctions tells
+  // it (recentre.h); the TextGrids move, the durations stay MAS's frames. Not below
+  // `recentre_min_junctions` junctions in the dataset (too few to tell).
+  bool recentre = true;
+  int64_t recentre_min_junctions = 200;
   bool progress = true;  // the progress line on stderr
 };
 
@@ -52,6 +58,8 @@ struct AlignReport {
   int64_t word_label_fallbacks = 0;  // utterances whose word labels came from tokens (word_intervals)
   double audio_seconds = 0;
   double mean_mle = 0;          // mean over utterances of the per-utterance mle (and over the models)
+  int64_t junctions = 0;        // word junctions the recentring measured
+  double recentred_ms = 0;      // how far the TextGrids' boundaries moved earlier (negative: later)
   double elapsed_s = 0;
   std::string backend;          // the MAS backend used
   std::string device;
