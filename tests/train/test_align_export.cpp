@@ -335,6 +335,23 @@ class AlignRun : public testing::SharedCheckpointSuite<AlignRun> {
     ro.config_yaml = to_yaml(c);
     return train(c, ro).checkpoint;
   }
+
+ protected:
+  // align on the CPU, quietly, over the tiny corpus with the shared checkpoint, into dir/out.
+  static AlignOptions cpu_options(const std::string& out) {
+    AlignOptions o;
+    o.checkpoints = {*checkpoint_};
+    o.dataset_dir = *dir_ / "corpus";
+    o.out_dir = *dir_ / out;
+    o.device = "cpu";
+    o.progress = false;
+    return o;
+  }
+  // The TextGrid that align wrote for utterance `id` into dir/out.
+  static TextGrid textgrid_of(const std::string& out, const std::string& id) {
+    const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
+    return parse_textgrid(read_text(path), path);
+  }
 };
 
 // The durations files hold the model's own MAS durations (computed here one utterance at a time),
@@ -342,13 +359,8 @@ class AlignRun : public testing::SharedCheckpointSuite<AlignRun> {
 // to the mel's frames; the TextGrid spans them.
 TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
   ASSERT_FALSE(checkpoint_->empty());
-  AlignOptions o;
-  o.checkpoints = {*checkpoint_};
-  o.dataset_dir = *dir_ / "corpus";
-  o.out_dir = *dir_ / "aligned";
-  o.device = "cpu";
+  AlignOptions o = cpu_options("aligned");
   o.batch_size = 1;
-  o.progress = false;
   const AlignReport r = align_dataset(o);
   EXPECT_EQ(r.utterances, 10);
   EXPECT_EQ(r.bad_lines, 0);
@@ -454,10 +466,7 @@ TEST_F(AlignRun, SeveralCheckpointsGiveTheMedianOfTheirDurations) {
     ro.config_yaml = to_yaml(c);
     checkpoints.push_back(train(c, ro).checkpoint);
   }
-  AlignOptions o;
-  o.dataset_dir = *dir_ / "corpus";
-  o.device = "cpu";
-  o.progress = false;
+  AlignOptions o = cpu_options("");
   o.images = true;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     o.checkpoints = {checkpoints[i]};
@@ -553,13 +562,8 @@ TEST(Recentre, ShiftingKeepsTheGridsEndsAndTheOrder) {
 // Through the tool's path: the TextGrids move by the reported offset, the durations do not.
 TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   ASSERT_FALSE(checkpoint_->empty());
-  AlignOptions o;
-  o.checkpoints = {*checkpoint_};
-  o.dataset_dir = *dir_ / "corpus";
-  o.device = "cpu";
-  o.progress = false;
+  AlignOptions o = cpu_options("recentred");
   o.recentre_min_junctions = 1;  // the tiny corpus has few
-  o.out_dir = *dir_ / "recentred";
   const AlignReport moved = align_dataset(o);
   o.recentre = false;
   o.out_dir = *dir_ / "as_mas";
@@ -569,13 +573,9 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   EXPECT_NE(moved.recentred_ms, 0.0);  // else nothing below is tested (this model: ~-16 ms)
   for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
     EXPECT_EQ(read_text(*dir_ / ("recentred/durations/" + id + ".json")), read_text(*dir_ / ("as_mas/durations/" + id + ".json")));
-    const auto grid = [&](const std::string& out) {
-      const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
-      return parse_textgrid(read_text(path), path);
-    };
-    TextGrid want = grid("as_mas");
+    TextGrid want = textgrid_of("as_mas", id);
     shift_boundaries(want, moved.recentred_ms / 1000);
-    EXPECT_EQ(format_textgrid(grid("recentred")), format_textgrid(want)) << id;
+    EXPECT_EQ(format_textgrid(textgrid_of("recentred", id)), format_textgrid(want)) << id;
   }
 }
 
@@ -583,12 +583,7 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
 // window (512 samples at 22050 Hz); nothing else in the TextGrid changes.
 TEST_F(AlignRun, TheWordEdgesAtTheSilenceMoveByHalfTheWindowByDefault) {
   ASSERT_FALSE(checkpoint_->empty());
-  AlignOptions o;
-  o.checkpoints = {*checkpoint_};
-  o.dataset_dir = *dir_ / "corpus";
-  o.device = "cpu";
-  o.progress = false;
-  o.out_dir = *dir_ / "edges_default";
+  AlignOptions o = cpu_options("edges_default");
   align_dataset(o);
   o.out_dir = *dir_ / "edges_off";
   o.silence_edge_ms = 0;
@@ -596,11 +591,7 @@ TEST_F(AlignRun, TheWordEdgesAtTheSilenceMoveByHalfTheWindowByDefault) {
   const double half_window = 512.0 / 22050;
   int moved = 0;
   for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
-    const auto grid = [&](const std::string& out) {
-      const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
-      return parse_textgrid(read_text(path), path);
-    };
-    const TextGrid pulled = grid("edges_default"), plain = grid("edges_off");
+    const TextGrid pulled = textgrid_of("edges_default", id), plain = textgrid_of("edges_off", id);
     ASSERT_EQ(pulled.tiers.size(), 2u);
     EXPECT_EQ(format_textgrid(TextGrid{0, plain.xmax, {pulled.tiers[1]}}),
               format_textgrid(TextGrid{0, plain.xmax, {plain.tiers[1]}})) << id;
