@@ -136,13 +136,6 @@ UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text
   return u;
 }
 
-// The alignment path of `durations` ([T] frames per token): [T, frames], 1 where a frame is the token's.
-torch::Tensor path_of(const torch::Tensor& durations, int64_t frames) {
-  const torch::Tensor ends = durations.cumsum(0);
-  const torch::Tensor frame = torch::arange(frames, durations.options()).unsqueeze(0);
-  return (frame.lt(ends.unsqueeze(1)) & frame.ge((ends - durations).unsqueeze(1))).to(torch::kFloat32);
-}
-
 // durations/<id>.json and .npy, and images/<id>.png when `path` (the MAS path [T, model
 // frames]) is defined. The TextGrid comes once the whole run has been seen (recentre.h).
 void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const FrameTiming& timing,
@@ -246,7 +239,11 @@ AlignReport align_dataset(const AlignOptions& o) {
       const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), spans);
       const int64_t tokens = static_cast<int64_t>(item.text.size());
       torch::Tensor path;  // the model's MAS path; the median's own path for several models
-      if (o.images) path = attn.defined() ? attn[b].slice(0, 0, tokens).slice(1, 0, seen) : path_of(durations[b].slice(0, 0, tokens), seen);
+      if (o.images) {
+        path = attn.defined() ? attn[b].slice(0, 0, tokens).slice(1, 0, seen)
+                              : models::generate_path(durations[b].slice(0, 0, tokens).unsqueeze(0),
+                                                      torch::ones({1, tokens, seen}))[0];
+      }
       write_utterance(o.out_dir, u, timing, path);
       grids.push_back({u.id, alignment_textgrid(u, words, timing, silence_edge_s)});
       if (o.recentre) change.add(host_batch->mel[b].slice(1, 0, mel_lengths[b]), word_junctions(words));
