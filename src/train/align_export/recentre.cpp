@@ -15,7 +15,7 @@ void JunctionChange::add(const torch::Tensor& log_mel, const std::vector<int64_t
   change = (change - change.mean()) / (change.std() + 1e-9);
   const auto c = change.accessor<double, 1>();  // c[s - 1] is the change at s
   for (const int64_t s : junctions) {
-    if (s - kReach < 1 + 1 || s + kReach > frames - 1) continue;
+    if (s < kReach + 2 || s > frames - 1 - kReach) continue;
     for (int lag = -kReach; lag <= kReach; ++lag) sum_[lag + kReach] += c[s + lag - 1];
     ++count_;
   }

@@ -32,8 +32,8 @@ class JunctionChange {
 
   // log_mel: [n_mels, frames], the utterance's own frames. junctions: frames s whose boundary
   // (the one before frame s) is a junction. The change at s is the sum over mel bands of
-  // |log_mel[:, s] - log_mel[:, s - 1]|, standardised over the utterance; junctions closer than
-  // kReach + 1 frames to either end are left out.
+  // |log_mel[:, s] - log_mel[:, s - 1]|, standardised over the utterance. Junctions too near an
+  // end for every lag (s < kReach + 2 or s > frames - 1 - kReach) are left out.
   void add(const torch::Tensor& log_mel, const std::vector<int64_t>& junctions);
 
   int64_t junctions() const { return count_; }
