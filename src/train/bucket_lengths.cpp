@@ -1,16 +1,15 @@
 #include "train/bucket_lengths.h"
 
-#include <ATen/Context.h>
-
 #include <algorithm>
 #include <limits>
-#include <set>
 
 #include "common/error.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include "train/graph_capture.h"
 #endif
 
 namespace monoflow::train {
@@ -51,13 +50,13 @@ double BucketLengths::conv_us(int64_t batch, int64_t frames) {
   const torch::Tensor w = torch::full({2 * o.channels(), o.channels(), 1, o.kernel_size()}, 0.01, on_device).contiguous(last);
   const torch::Tensor bias = torch::zeros({2 * o.channels()}, on_device);
   const torch::Tensor grad = torch::full({batch, 2 * o.channels(), 1, frames}, 0.01, on_device).contiguous(last);
-  std::multiset<int64_t> dilations;  // one layer each
-  for (int64_t i = 0, d = 1; i < o.n_block_layers(); ++i, d *= o.dilation_rate()) dilations.insert(d);
+  std::map<int64_t, int64_t> layers_per_dilation;
+  for (int64_t i = 0, d = 1; i < o.n_block_layers(); ++i, d *= o.dilation_rate()) ++layers_per_dilation[d];
 
   const auto stream = c10::cuda::getCurrentCUDAStream(device_.index());
   double total = 0;
-  for (auto d = dilations.begin(); d != dilations.end(); d = dilations.upper_bound(*d)) {
-    const std::vector<int64_t> stride{1, 1}, padding{0, (o.kernel_size() - 1) * *d / 2}, dilation{1, *d};
+  for (const auto& [d, layers] : layers_per_dilation) {
+    const std::vector<int64_t> stride{1, 1}, padding{0, (o.kernel_size() - 1) * d / 2}, dilation{1, d};
     const auto once = [&] {
       at::convolution(x, w, bias, stride, padding, dilation, false, {0, 0}, 1);
       at::convolution_backward(grad, x, w, bias.sizes(), stride, padding, dilation, false, {0, 0}, 1,
@@ -69,7 +68,7 @@ double BucketLengths::conv_us(int64_t batch, int64_t frames) {
     for (int i = 0; i < o.timed(); ++i) once();
     stop.record(stream);
     stop.synchronize();
-    total += 1e3 * start.elapsed_time(stop) / o.timed() * double(dilations.count(*d));
+    total += 1e3 * start.elapsed_time(stop) / o.timed() * double(layers);
   }
   return total * double(o.n_blocks());
 }
@@ -79,21 +78,15 @@ int64_t BucketLengths::choose(int64_t batch, int64_t mel_frames) {
   const auto key = std::make_pair(batch, mel_frames);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   // The graph records with cuDNN's benchmark mode on (graph_capture.h): time the engines it uses.
-  auto& context = at::globalContext();
-  const bool benchmark = context.benchmarkCuDNN();
-  context.setBenchmarkCuDNN(true);
   std::vector<int64_t> frames;
   std::vector<double> times;
-  try {
+  {
+    const CudnnBenchmarkMode benchmark(true);
     for (const int64_t extra : options_.extra_frames()) {
       frames.push_back(mel_frames / options_.n_sqz() + extra);
       times.push_back(conv_us(batch, frames.back()));
     }
-  } catch (...) {
-    context.setBenchmarkCuDNN(benchmark);
-    throw;
   }
-  context.setBenchmarkCuDNN(benchmark);
   const int64_t chosen = frames[cheapest_length(frames, times)] * options_.n_sqz();
   chosen_.emplace(key, chosen);
   return chosen;

@@ -10,6 +10,12 @@
 
 namespace monoflow::train {
 
+CudnnBenchmarkMode::CudnnBenchmarkMode(bool on) : previous_(at::globalContext().benchmarkCuDNN()) {
+  at::globalContext().setBenchmarkCuDNN(on);
+}
+
+CudnnBenchmarkMode::~CudnnBenchmarkMode() { at::globalContext().setBenchmarkCuDNN(previous_); }
+
 std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
                                                   const std::function<void()>& warm_up,
                                                   const std::function<void()>& body) {
@@ -19,14 +25,7 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
   inputs_ready.record(current);
   inputs_ready.block(side);
   auto graph = std::make_unique<at::cuda::CUDAGraph>();
-  auto& context = at::globalContext();
-  const bool benchmark = context.benchmarkCuDNN();
-  context.setBenchmarkCuDNN(true);
-  struct RestoreBenchmark {
-    at::Context& context;
-    bool value;
-    ~RestoreBenchmark() { context.setBenchmarkCuDNN(value); }
-  } restore{context, benchmark};
+  const CudnnBenchmarkMode benchmark(true);
   {
     const c10::cuda::CUDAStreamGuard on_side(side);
     warm_up();

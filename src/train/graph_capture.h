@@ -21,6 +21,18 @@
 
 namespace monoflow::train {
 
+// cuDNN's benchmark mode set for a scope and restored on leaving it, exceptions included.
+class CudnnBenchmarkMode {
+ public:
+  explicit CudnnBenchmarkMode(bool on);
+  ~CudnnBenchmarkMode();
+  CudnnBenchmarkMode(const CudnnBenchmarkMode&) = delete;
+  CudnnBenchmarkMode& operator=(const CudnnBenchmarkMode&) = delete;
+
+ private:
+  bool previous_;
+};
+
 std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
                                                   const std::function<void()>& warm_up,
                                                   const std::function<void()>& body);

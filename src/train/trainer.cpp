@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "models/glow_tts.h"
 #include "train/align_compare.h"
 #include "train/atomic_file.h"
+#include "train/bucket_lengths.h"
 #include "train/checkpoint.h"
 #include "train/distributed/distributed.h"
 #include "train/distributed/gradient_reducer.h"
@@ -466,13 +468,15 @@ void Trainer::start_graphs() {
     return;
   }
   const GraphBuckets buckets;
+  const std::vector<int64_t> extra = BucketLengthOptions().extra_frames();
+  const int64_t most_extra_frames = *std::max_element(extra.begin(), extra.end()) * c_.model.n_sqz();
   // The graphs average the gradients themselves (one all-reduce inside each): no hooks.
   step_options_.reducer = nullptr;
   reducer_.reset();
   graphed_ = std::make_unique<GraphedTrainStep>(model_, *optimizer_, step_options_, buckets, skipped_);
   say("CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets.text_multiple) +
       " tokens, mel to " + std::to_string(buckets.mel_multiple) +
-      " frames, then up to 32 more where cuDNN measures faster) is recorded once, then replayed");
+      " frames, then up to " + std::to_string(most_extra_frames) + " more where cuDNN measures faster) is recorded once, then replayed");
 }
 
 // What the graphed steps left on the device since the last look: skipped updates (counted
