@@ -2,6 +2,10 @@
 
 #include "models/conv_bias.h"
 
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/rel_attention_cuda.h"
+#endif
+
 #include <algorithm>
 #include <cmath>
 
@@ -42,9 +46,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   return conv1d_forward(*conv_o, attention(q, k, v, attn_mask));
 }
 
-torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& emb, int64_t length) const {
-  const int64_t pad_length = std::max<int64_t>(length - (window_size_ + 1), 0);
-  const int64_t slice_start = std::max<int64_t>((window_size_ + 1) - length, 0);
+torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& emb, int64_t length) {
+  const int64_t window = (emb.size(1) - 1) / 2;
+  const int64_t pad_length = std::max<int64_t>(length - (window + 1), 0);
+  const int64_t slice_start = std::max<int64_t>((window + 1) - length, 0);
   const int64_t slice_end = slice_start + 2 * length - 1;
   auto padded = pad_length > 0 ? F::pad(emb, F::PadFuncOptions({0, 0, pad_length, pad_length})) : emb;
   return padded.slice(1, slice_start, slice_end);
@@ -64,36 +69,59 @@ torch::Tensor MultiHeadAttentionImpl::absolute_to_relative(const torch::Tensor& 
   return flat.view({b, h, l, 2 * l}).slice(3, 1);
 }
 
+torch::Tensor attention_reference(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,
+                                  const torch::Tensor& emb_k, const torch::Tensor& emb_v, const torch::Tensor& mask,
+                                  int64_t block_length, double dropout_p, const torch::Tensor& keep_mask) {
+  using MHA = MultiHeadAttentionImpl;
+  const int64_t t_s = key.size(2), t_t = query.size(2);
+  const double scale = std::sqrt(static_cast<double>(key.size(3)));
+  auto scores = torch::matmul(query, key.transpose(-2, -1)) / scale;
+  if (emb_k.defined()) {
+    TORCH_CHECK(t_s == t_t, "relative attention is only available for self-attention");
+    auto key_rel = MHA::relative_embeddings(emb_k, t_s);                              // [1, 2l-1, d]
+    auto rel_logits = torch::matmul(query, key_rel.unsqueeze(0).transpose(-2, -1));   // [b,h,l,2l-1]
+    scores = scores + MHA::relative_to_absolute(rel_logits) / scale;
+  }
+  if (mask.defined()) {
+    scores = scores.masked_fill(mask == 0, -1e4);
+    if (block_length > 0) {
+      auto block_mask = torch::ones_like(scores).triu(-block_length).tril(block_length);
+      scores = scores * block_mask + -1e4 * (1 - block_mask);
+    }
+  }
+  auto p_attn = torch::softmax(scores, -1);  // [b,h,t_t,t_s]
+  p_attn = keep_mask.defined() ? p_attn * keep_mask / (1.0 - dropout_p)
+                               : torch::dropout(p_attn, dropout_p, dropout_p > 0);
+  auto output = torch::matmul(p_attn, value);
+  if (emb_v.defined()) {
+    auto value_rel = MHA::relative_embeddings(emb_v, t_s);
+    output = output + torch::matmul(MHA::absolute_to_relative(p_attn), value_rel.unsqueeze(0));
+  }
+  return output;
+}
+
+torch::Tensor relative_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const torch::Tensor& emb_k, const torch::Tensor& emb_v, const torch::Tensor& mask,
+                                 double dropout_p) {
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_relative_attention_applies(q, k, v, emb_k, emb_v, mask)) {
+    return cuda::relative_attention(q, k, v, emb_k, emb_v, mask, dropout_p);
+  }
+#endif
+  return attention_reference(q, k, v, emb_k, emb_v, mask, /*block_length=*/0, dropout_p);
+}
+
 torch::Tensor MultiHeadAttentionImpl::attention(torch::Tensor query, torch::Tensor key, torch::Tensor value,
                                                 const torch::Tensor& mask) {
   const int64_t b = key.size(0), d = key.size(1), t_s = key.size(2), t_t = query.size(2);
   query = query.view({b, n_heads_, k_channels_, t_t}).transpose(2, 3);
   key = key.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
   value = value.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
-  const double scale = std::sqrt(static_cast<double>(k_channels_));
-
-  auto scores = torch::matmul(query, key.transpose(-2, -1)) / scale;
-  if (window_size_ > 0) {
-    TORCH_CHECK(t_s == t_t, "relative attention is only available for self-attention");
-    auto key_rel = relative_embeddings(emb_rel_k, t_s);                                  // [1, 2l-1, d]
-    auto rel_logits = torch::matmul(query, key_rel.unsqueeze(0).transpose(-2, -1));      // [b,h,l,2l-1]
-    scores = scores + relative_to_absolute(rel_logits) / scale;
-  }
-  if (mask.defined()) {
-    scores = scores.masked_fill(mask == 0, -1e4);
-    if (block_length_ > 0) {
-      auto block_mask = torch::ones_like(scores).triu(-block_length_).tril(block_length_);
-      scores = scores * block_mask + -1e4 * (1 - block_mask);
-    }
-  }
-  auto p_attn = torch::softmax(scores, -1);  // [b,h,t_t,t_s]
-  p_attn = torch::dropout(p_attn, p_dropout_, is_training());
-  auto output = torch::matmul(p_attn, value);
-  if (window_size_ > 0) {
-    auto value_rel = relative_embeddings(emb_rel_v, t_s);
-    output = output + torch::matmul(absolute_to_relative(p_attn), value_rel.unsqueeze(0));
-  }
-  return output.transpose(2, 3).contiguous().view({b, d, t_t});
+  const double dropout_p = is_training() ? p_dropout_ : 0.0;
+  const auto output = window_size_ > 0 && block_length_ == 0 && mask.defined()
+                          ? relative_attention(query, key, value, emb_rel_k, emb_rel_v, mask, dropout_p)
+                          : attention_reference(query, key, value, emb_rel_k, emb_rel_v, mask, block_length_, dropout_p);
+  return output.transpose(2, 3).contiguous().view({b, d, t_t});  // [b, h*d_k, t_t]
 }
 
 // ---------------------------------------------------------------------------------------------

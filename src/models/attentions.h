@@ -23,8 +23,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   static torch::Tensor relative_to_absolute(const torch::Tensor& x);
   // [b,h,l,l] absolute weights -> [b,h,l,2l-1] relative.
   static torch::Tensor absolute_to_relative(const torch::Tensor& x);
-  // Embeddings for relative positions -(length-1)..(length-1): [1, 2*length-1, d]; zero beyond the window.
-  torch::Tensor relative_embeddings(const torch::Tensor& emb, int64_t length) const;
+  // Embeddings [1, 2w+1, d] (window w) for relative positions -(length-1)..(length-1):
+  // [1, 2*length-1, d]; zero beyond the window.
+  static torch::Tensor relative_embeddings(const torch::Tensor& emb, int64_t length);
 
  private:
   torch::Tensor attention(torch::Tensor query, torch::Tensor key, torch::Tensor value, const torch::Tensor& mask);
@@ -33,6 +34,22 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::nn::Conv1d conv_q{nullptr}, conv_k{nullptr}, conv_v{nullptr}, conv_o{nullptr};
 };
 TORCH_MODULE(MultiHeadAttention);
+
+// The attention of MultiHeadAttention as the official ops compose it: q [b, h, l_q, d], k and v
+// [b, h, l_k, d]; emb_k, emb_v [1, 2w+1, d] (relative positions, self-attention only) or
+// undefined; mask [b, 1, l_q, l_k] (1 inside) or undefined; block_length 0: no block mask;
+// dropout on the attention weights. Returns [b, h, l_q, d]. keep_mask, where given, stands in
+// for dropout's random draw (weights * keep_mask / (1 - dropout_p)): tests hand it the mask a
+// fused kernel drew.
+torch::Tensor attention_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const torch::Tensor& emb_k, const torch::Tensor& emb_v, const torch::Tensor& mask,
+                                  int64_t block_length, double dropout_p, const torch::Tensor& keep_mask = {});
+
+// The same with relative positions, a mask and no block mask, as the Glow-TTS encoder runs it:
+// fused on CUDA for float32 (rel_attention_cuda.h), attention_reference otherwise.
+torch::Tensor relative_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                 const torch::Tensor& emb_k, const torch::Tensor& emb_v, const torch::Tensor& mask,
+                                 double dropout_p);
 
 // conv(kernel) -> relu -> dropout -> conv(kernel), masked before each conv and at the end.
 class FFNImpl : public torch::nn::Module {

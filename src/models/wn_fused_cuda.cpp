@@ -2,13 +2,11 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAGuard.h>
-
-#include <mutex>
 
 #include "models/cuda_dispatch.h"
 #include "models/kernels/wn_kernels.h"
+#include "models/philox_state_cuda.h"
 #include "models/wn_fused.h"
 
 namespace monoflow::models::cuda {
@@ -40,10 +38,6 @@ torch::Tensor empty_in_layout(int64_t b, int64_t c, int64_t t, const torch::Tens
   return torch::empty({b, c, t}, options);
 }
 
-
-
-
-
 // Custom autograd functions take no undefined tensors, so "no bias" travels as an empty one.
 torch::Tensor bias_or_empty(const torch::Tensor& bias, const torch::Tensor& like) {
   return bias.defined() ? bias : torch::empty({0}, like.options().dtype(torch::kFloat));
@@ -60,28 +54,6 @@ torch::Tensor bias_grad(const torch::Tensor& grad, bool channels_last, torch::Sc
   return channel_sums_channels_last(grad, dtype);
 }
 
-// Philox state for one dropout call, and back from the saved values.
-at::PhiloxCudaState next_philox_state(const torch::Device& device) {
-  auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
-      std::nullopt, at::cuda::detail::getDefaultCUDAGenerator(device.index()));
-  std::lock_guard<std::mutex> lock(gen->mutex_);
-  return gen->philox_cuda_state(4);  // each element's uniform: one draw of 4 in its subsequence
-}
-void save_philox_state(AutogradContext* ctx, const at::PhiloxCudaState& s) {
-  ctx->saved_data["rng_seed"] = static_cast<int64_t>(s.seed_.val);
-  ctx->saved_data["rng_offset"] = static_cast<int64_t>(s.offset_.val);
-  ctx->saved_data["rng_intragraph"] = static_cast<int64_t>(s.offset_intragraph_);
-  ctx->saved_data["rng_captured"] = s.captured_;
-}
-at::PhiloxCudaState saved_philox_state(AutogradContext* ctx) {
-  at::PhiloxCudaState s;
-  s.seed_.val = static_cast<uint64_t>(ctx->saved_data["rng_seed"].toInt());
-  s.offset_.val = static_cast<uint64_t>(ctx->saved_data["rng_offset"].toInt());
-  s.offset_intragraph_ = static_cast<uint64_t>(ctx->saved_data["rng_intragraph"].toInt());
-  s.captured_ = ctx->saved_data["rng_captured"].toBool();
-  return s;
-}
-
 class GatedActivation : public torch::autograd::Function<GatedActivation> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& bias,
@@ -91,7 +63,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const torch::Tensor b = float_bias(bias);
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1) / 2;
-    kernels::GateDropout dropout;
+    kernels::PhiloxDropout dropout;
     if (dropout_p > 0) {
       dropout.enabled = true;
       dropout.keep = static_cast<float>(1.0 - dropout_p);
@@ -119,7 +91,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const c10::cuda::CUDAGuard guard(x.device());
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1) / 2;
-    kernels::GateDropout dropout;
+    kernels::PhiloxDropout dropout;
     const double keep = ctx->saved_data["keep"].toDouble();
     if (keep < 1.0) {
       dropout.enabled = true;

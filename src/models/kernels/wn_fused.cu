@@ -21,11 +21,10 @@
 #include "models/kernels/wn_kernels.h"
 
 #include "models/kernels/element_types.cuh"
+#include "models/kernels/philox_dropout.cuh"
 
-#include <ATen/cuda/detail/UnpackRaw.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <curand_kernel.h>
 
 #include <algorithm>
 #include <tuple>
@@ -86,40 +85,6 @@ struct Packs {
 };
 
 // ---- tanh-sigmoid gate, with the in_layer's bias and dropout ---------------------------------
-struct Dropout {
-  bool enabled;
-  float keep, scale;
-  uint64_t seed, offset;
-};
-
-__device__ __forceinline__ Dropout unpack(const GateDropout& d) {
-  Dropout out{d.enabled, d.keep, 1.0f / d.keep, 0, 0};
-  if (d.enabled) {
-    const auto seeds = at::cuda::philox::unpack(d.rng);
-    out.seed = std::get<0>(seeds);
-    out.offset = std::get<1>(seeds);
-  }
-  return out;
-}
-
-// The four uniforms of element block `block` (elements 4 * block .. + 3): what
-// curand_init(seed, block, offset) followed by curand_uniform4 returns. When offset % 4 == 0
-// (PyTorch hands out offsets in steps of 4) that is one Philox evaluation at counter
-// (offset / 4, block) under key seed; curand would evaluate a second block too (curand4 always
-// prepares the next output), which made the gate compute-bound.
-__device__ __forceinline__ float4 uniform4(const Dropout& d, uint64_t block) {
-  if (d.offset % 4 != 0) {
-    curandStatePhilox4_32_10_t state;
-    curand_init(d.seed, block, d.offset, &state);
-    return curand_uniform4(&state);
-  }
-  const uint64_t step = d.offset / 4;
-  const uint4 counter = make_uint4(static_cast<unsigned>(step), static_cast<unsigned>(step >> 32),
-                                   static_cast<unsigned>(block), static_cast<unsigned>(block >> 32));
-  const uint2 key = make_uint2(static_cast<unsigned>(d.seed), static_cast<unsigned>(d.seed >> 32));
-  return _curand_uniform4(curand_Philox4x32_10(counter, key));
-}
-
 // Applies dropout to V values of consecutive input elements e0 .. e0 + V - 1.
 template <int V>
 __device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
@@ -135,13 +100,7 @@ __device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t e = e0 + k;
-      const float4 u4 = uniform4(d, static_cast<uint64_t>(e) / 4);
-      const int lane = static_cast<int>(e % 4);
-      const float u = lane == 0 ? u4.x : lane == 1 ? u4.y : lane == 2 ? u4.z : u4.w;
-      v[k] = u < d.keep ? v[k] * d.scale : 0.0f;
-    }
+    for (int k = 0; k < V; ++k) v[k] = keeps(d, static_cast<uint64_t>(e0 + k)) ? v[k] * d.scale : 0.0f;
   }
 }
 
@@ -169,7 +128,7 @@ __device__ __forceinline__ void gate_inputs(const T* __restrict__ in, const floa
 
 template <typename T, int V>
 __global__ void gate_forward(const T* __restrict__ in, const float* __restrict__ bias, T* __restrict__ acts,
-                             int64_t outer, int64_t span, int64_t inner, GateDropout dropout) {
+                             int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout) {
   const Dropout d = unpack(dropout);
   for (const auto [o, r] : Packs<V>(outer, span)) {
     float a[V], b[V];
@@ -184,7 +143,7 @@ __global__ void gate_forward(const T* __restrict__ in, const float* __restrict__
 template <typename T, int V>
 __global__ void gate_backward(const T* __restrict__ in, const float* __restrict__ bias, const T* __restrict__ grad_acts,
                               T* __restrict__ grad_in, int64_t outer, int64_t span, int64_t inner,
-                              GateDropout dropout) {
+                              PhiloxDropout dropout) {
   const Dropout d = unpack(dropout);
   for (const auto [o, r] : Packs<V>(outer, span)) {
     float a[V], b[V];
@@ -304,7 +263,7 @@ bool gate_packs(int64_t span, int64_t inner, const void* a, const void* b, const
 
 template <typename T>
 cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
-                                             int64_t inner, GateDropout dropout, cudaStream_t stream) {
+                                             int64_t inner, PhiloxDropout dropout, cudaStream_t stream) {
   constexpr int V = pack_of<T>();
   if (gate_packs<T>(span, inner, in, acts)) {
     gate_forward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, acts, outer, span, inner,
@@ -318,7 +277,7 @@ cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* 
 
 template <typename T>
 cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
-                                              int64_t outer, int64_t span, int64_t inner, GateDropout dropout,
+                                              int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
                                               cudaStream_t stream) {
   constexpr int V = pack_of<T>();
   if (gate_packs<T>(span, inner, in, grad_acts, grad_in)) {
@@ -369,9 +328,9 @@ cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* 
 
 #define MONOFLOW_GATE(T)                                                                                 \
   template cudaError_t launch_tanh_sigmoid_gate_forward<T>(const T*, const float*, T*, int64_t, int64_t, \
-                                                           int64_t, GateDropout, cudaStream_t);          \
+                                                           int64_t, PhiloxDropout, cudaStream_t);          \
   template cudaError_t launch_tanh_sigmoid_gate_backward<T>(const T*, const float*, const T*, T*, int64_t, \
-                                                            int64_t, int64_t, GateDropout, cudaStream_t);
+                                                            int64_t, int64_t, PhiloxDropout, cudaStream_t);
 MONOFLOW_GATE(float)
 MONOFLOW_GATE(__half)
 MONOFLOW_GATE(__nv_bfloat16)

@@ -13,32 +13,24 @@
 
 #include <cuda_runtime.h>
 
-#include <ATen/cuda/PhiloxCudaState.h>  // a plain struct, no torch dependencies
+#include "models/kernels/philox_dropout.h"
 
 namespace monoflow::models::kernels {
 
-// The gate's optional bias and dropout, applied to its input first (the official WN adds the
-// in_layer's bias, then drops out, then gates). bias: float [2 * C_half] or nullptr. Dropout
-// draws one Philox uniform per input element from (seed, element / 4, offset), lane
-// element % 4, so forward and backward see the same mask whatever the launch shape; `rng`
-// comes from the CUDA generator (graph-safe: pointers while a graph is being captured).
-struct GateDropout {
-  bool enabled = false;
-  float keep = 1.0f;  // 1 - p
-  at::PhiloxCudaState rng;
-};
-
 // acts = tanh(a) * sigmoid(b), where (a, b) are the two channel halves of
 // dropout(in + bias), in [outer, 2 * span], acts [outer, span]; inner as in the layout above.
+// The optional bias (float [2 * C_half] or nullptr) and dropout apply to the input first, as
+// the official WN adds the in_layer's bias, drops out, then gates: one uniform per input
+// element (philox_dropout.h).
 template <typename T>
 cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
-                                             int64_t inner, GateDropout dropout, cudaStream_t stream);
+                                             int64_t inner, PhiloxDropout dropout, cudaStream_t stream);
 
 // grad_in [outer, 2 * span] (the gradient of `in`, i.e. before bias and dropout) from
 // grad_acts [outer, span], recomputing everything from `in` (nothing else is kept for backward).
 template <typename T>
 cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
-                                              int64_t outer, int64_t span, int64_t inner, GateDropout dropout,
+                                              int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
                                               cudaStream_t stream);
 
 // The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
