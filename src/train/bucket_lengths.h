@@ -4,9 +4,10 @@
 // (docs/benchmarks.md, "a cuDNN cliff"): at B = 32 its weight gradient runs 3x slower in bf16
 // at 508-516 decoder frames and 4x slower in TF32 at 384, and where the bands lie moves with
 // cuDNN's choices between processes. A bucket that lands in one pays it on every replay. So
-// before a bucket's graph is recorded, the convolution (forward and backward, as the decoder
-// runs it) is timed at the bucket's length and a few lengths above it, and the bucket is padded
-// to the cheapest, counting what the extra frames cost the rest of the step.
+// before a bucket's graph is recorded, the convolutions (forward and backward, as the decoder
+// runs them, recorded as a CUDA graph) are timed at the bucket's length and a few lengths above
+// it, and the bucket is padded to the cheapest, counting what the extra frames cost the rest of
+// the step.
 #pragma once
 
 #include <torch/torch.h>
@@ -32,7 +33,7 @@ struct BucketLengthOptions {
   MONOFLOW_ARG(torch::ScalarType, dtype) = torch::kFloat32;
   // Candidates: decoder frames above the bucket's own length (0: the bucket itself).
   MONOFLOW_ARG(std::vector<int64_t>, extra_frames) = {0, 4, 8, 16};
-  MONOFLOW_ARG(int, timed) = 5;  // timed repetitions per candidate, after one untimed
+  MONOFLOW_ARG(int, timed) = 5;  // timed rounds over the candidates, after one untimed
 };
 
 // The rest of a step costs about 7x the decoder's k-wide convolutions in bf16 and 2x in TF32
@@ -55,9 +56,9 @@ class BucketLengths {
   // (a multiple of n_sqz): mel_frames or a little more. Measured once per (batch, mel_frames).
   int64_t choose(int64_t batch, int64_t mel_frames);
 
-  // Microseconds of the decoder's k-wide convolutions (all layers, forward and backward) at
-  // `frames` decoder frames.
-  double conv_us(int64_t batch, int64_t frames);
+  // Microseconds of the decoder's k-wide convolutions (all layers, forward and backward) at each
+  // of `frames` decoder frames: the fastest of `timed` replays of each length's CUDA graph.
+  std::vector<double> conv_us(int64_t batch, const std::vector<int64_t>& frames);
 
  private:
   BucketLengthOptions options_;
