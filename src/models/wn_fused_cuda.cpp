@@ -70,14 +70,20 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
       dropout.rng = next_philox_state(x.device());
     }
     auto acts = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
+    // The dropout mask as bits, where the kernel records it (an empty tensor otherwise).
+    torch::Tensor keep_record = torch::empty({0}, x.options().dtype(torch::kUInt8));
     dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_tanh_sigmoid_gate_forward<T>(data_as<T>(x), bias_ptr(b), data_as<T>(acts), g.outer,
-                                                         h * g.inner, g.inner, dropout,
-                                                         at::cuda::getCurrentCUDAStream()),
-            "gated_activation forward");
+      if (dropout.enabled && kernels::gate_records_keep_bits<T>(h * g.inner, g.inner, x.data_ptr(), acts.data_ptr())) {
+        keep_record = torch::empty({(x.numel() + 7) / 8}, keep_record.options());
+      }
+      check_launch(kernels::launch_tanh_sigmoid_gate_forward<T>(
+                       data_as<T>(x), bias_ptr(b), data_as<T>(acts),
+                       keep_record.numel() > 0 ? keep_record.data_ptr<uint8_t>() : nullptr, g.outer, h * g.inner,
+                       g.inner, dropout, at::cuda::getCurrentCUDAStream()),
+                   "gated_activation forward");
     });
-    ctx->save_for_backward({x, b});
+    ctx->save_for_backward({x, b, keep_record});
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(bias.scalar_type());
     ctx->saved_data["keep"] = dropout.enabled ? static_cast<double>(dropout.keep) : 1.0;
     if (dropout.enabled) save_philox_state(ctx, dropout.rng);
@@ -88,6 +94,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor& x = saved[0];
     const torch::Tensor& b = saved[1];
+    const torch::Tensor& keep_record = saved[2];
     const c10::cuda::CUDAGuard guard(x.device());
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1) / 2;
@@ -102,10 +109,11 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     auto grad_in = empty_in_layout(x.size(0), 2 * h, x.size(2), x.options(), g.channels_last);
     dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_tanh_sigmoid_gate_backward<T>(data_as<T>(x), bias_ptr(b), data_as<T>(grad_acts),
-                                                          data_as<T>(grad_in), g.outer, h * g.inner, g.inner, dropout,
-                                                          at::cuda::getCurrentCUDAStream()),
-            "gated_activation backward");
+      check_launch(kernels::launch_tanh_sigmoid_gate_backward<T>(
+                       data_as<T>(x), bias_ptr(b), data_as<T>(grad_acts),
+                       keep_record.numel() > 0 ? keep_record.data_ptr<uint8_t>() : nullptr, data_as<T>(grad_in),
+                       g.outer, h * g.inner, g.inner, dropout, at::cuda::getCurrentCUDAStream()),
+                   "gated_activation backward");
     });
     torch::Tensor grad_bias;
     if (has_bias(b)) {

@@ -151,43 +151,50 @@ TEST_F(WnFusedCuda, GateMatchesTheReferenceForwardAndBackward) {
 // Dropout inside the gate: with a = b = 1 and no bias, each output shows which of its two
 // inputs were dropped (kept: tanh(s) * sigmoid(s) with s = 1 / keep; a dropped: 0; b dropped:
 // tanh(s) / 2; both: 0). The recovered masks drop about p of the elements, and the same masks
-// give the reference's gradients, so backward regenerated forward's mask.
+// give the reference's gradients, so backward used forward's mask: drawn again (float, and
+// bf16 contiguous, whose T = 100 rows are not packed) or recorded as bits (bf16 channels-last).
 TEST_F(WnFusedCuda, GateDropoutDropsAboutPAndBackwardUsesTheSameMask) {
   torch::manual_seed(6);
   const double p = 0.3, keep = 1 - p, s = 1 / keep;
-  for (bool cl : {false, true}) {
-    SCOPED_TRACE(cl ? "channels-last" : "contiguous");
-    auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
-    auto x = torch::ones({8, 64, 100}, f32);
-    if (cl) x = to_channels_last_1d(x);
-    x.requires_grad_(true);
-    auto acts = gated_activation(x, {}, p, /*training=*/true);
-    const double both = std::tanh(s) / (1 + std::exp(-s)), b_dropped = std::tanh(s) * 0.5;
-    auto a = acts.detach();
-    auto is_both = (a - both).abs() < 1e-5, is_b_dropped = (a - b_dropped).abs() < 1e-5;
-    auto is_zero = a.abs() < 1e-7;
-    EXPECT_EQ((is_both | is_b_dropped | is_zero).all().item<bool>(), true);
-    // a kept <=> output nonzero; b kept is known only where a was kept.
-    const double a_kept = (~is_zero).to(torch::kDouble).mean().item<double>();
-    const double b_kept_given_a = is_both.to(torch::kDouble).sum().item<double>() /
-                                  (~is_zero).to(torch::kDouble).sum().item<double>();
-    EXPECT_NEAR(a_kept, keep, 0.01);
-    EXPECT_NEAR(b_kept_given_a, keep, 0.01);
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (bool cl : {false, true}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + (cl ? " channels-last" : " contiguous"));
+      // Apart by more than 0.25: bf16's rounding and tanh.approx cannot confuse them.
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-2;
+      auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(torch::kCUDA);
+      auto x = torch::ones({8, 64, 100}, f32.dtype(dtype));
+      if (cl) x = to_channels_last_1d(x);
+      x.requires_grad_(true);
+      auto acts = gated_activation(x, {}, p, /*training=*/true);
+      const double both = std::tanh(s) / (1 + std::exp(-s)), b_dropped = std::tanh(s) * 0.5;
+      auto a = acts.detach().to(torch::kFloat);
+      auto is_both = (a - both).abs() < tol, is_b_dropped = (a - b_dropped).abs() < tol;
+      auto is_zero = a.abs() < 1e-7;
+      EXPECT_EQ((is_both | is_b_dropped | is_zero).all().item<bool>(), true);
+      // a kept <=> output nonzero; b kept is known only where a was kept.
+      const double a_kept = (~is_zero).to(torch::kDouble).mean().item<double>();
+      const double b_kept_given_a = is_both.to(torch::kDouble).sum().item<double>() /
+                                    (~is_zero).to(torch::kDouble).sum().item<double>();
+      EXPECT_NEAR(a_kept, keep, 0.01);
+      EXPECT_NEAR(b_kept_given_a, keep, 0.01);
 
-    // Backward: where both were kept the gradient is the dropout-free one times s; where a was
-    // dropped, d/da is 0. Compare with the reference under the recovered masks there.
-    auto grad = torch::randn({8, 32, 100}, f32);
-    acts.backward(cl ? to_channels_last_1d(grad) : grad);
-    auto gx = x.grad().detach();
-    auto mask_a = (~is_zero).to(torch::kFloat), mask_b = is_both.to(torch::kFloat);
-    auto x_ref = torch::ones({8, 64, 100}, f32).requires_grad_(true);
-    auto masks = torch::cat({mask_a, mask_b}, 1);
-    auto ref = gated_activation_reference(x_ref * masks * s);
-    ref.backward(grad);
-    // Compare only where the reference knows the masks (a kept), for both halves.
-    auto known = torch::cat({mask_a, mask_a}, 1).to(torch::kBool);
-    EXPECT_LE((gx - x_ref.grad()).abs().masked_select(known).max().item<double>(), 1e-5);
-    EXPECT_EQ(gx.slice(1, 0, 32).masked_select(is_zero).abs().max().item<double>(), 0.0);  // dropped a: no gradient
+      // Backward: where both were kept the gradient is the dropout-free one times s; where a
+      // was dropped, d/da is 0. Compare with the reference under the recovered masks there.
+      auto grad = torch::randn({8, 32, 100}, f32);
+      auto grad_in = grad.to(dtype);
+      acts.backward(cl ? to_channels_last_1d(grad_in) : grad_in);
+      auto gx = x.grad().detach().to(torch::kFloat);
+      auto mask_a = (~is_zero).to(torch::kFloat), mask_b = is_both.to(torch::kFloat);
+      auto x_ref = torch::ones({8, 64, 100}, f32).requires_grad_(true);
+      auto masks = torch::cat({mask_a, mask_b}, 1);
+      auto ref = gated_activation_reference(x_ref * masks * s);
+      ref.backward(grad_in.to(torch::kFloat));
+      // Compare only where the reference knows the masks (a kept), for both halves.
+      auto known = torch::cat({mask_a, mask_a}, 1).to(torch::kBool);
+      EXPECT_LE((gx - x_ref.grad()).abs().masked_select(known).max().item<double>(),
+                tol * scale_of(x_ref.grad()));
+      EXPECT_EQ(gx.slice(1, 0, 32).masked_select(is_zero).abs().max().item<double>(), 0.0);  // dropped a: no gradient
+    }
   }
 }
 

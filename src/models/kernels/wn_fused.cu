@@ -13,9 +13,13 @@
 // which removes the convolution's bias add, dropout's two kernels and its mask.
 // v3: one Philox evaluation per four elements instead of curand's two (uniform4), the same
 // numbers bit for bit.
-// v4 (this file): under autocast the residual update also writes x_out in the res_skip dtype,
-// the next in_layer's input, and its backward adds that copy's gradient: the cast, its
-// backward copy and the gradients' sum were three kernels per layer (bf16 profile).
+// v4: under autocast the residual update also writes x_out in the res_skip dtype, the next
+// in_layer's input, and its backward adds that copy's gradient: the cast, its backward copy
+// and the gradients' sum were three kernels per layer (bf16 profile).
+// v5 (this file): the gate was compute-bound (its bf16 backward took longer than float32's):
+// backward drew each element's Philox uniform twice (for the dropped input and for the mask),
+// now once; for 16-bit types forward records the mask as bits (one byte per 8 elements,
+// 1/16 of the input) and backward reads them instead; bf16 takes the hardware's tanh.approx.
 // Arithmetic in float; tanhf/expf (not the fast intrinsics) so that fp32 results match
 // the composite ops to a few ulp.
 #include "models/kernels/wn_kernels.h"
@@ -27,7 +31,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <tuple>
+#include <cstdint>
+#include <type_traits>
 
 namespace monoflow::models::kernels {
 namespace {
@@ -43,8 +48,6 @@ template <typename T, int V>
 __device__ __forceinline__ Pack<T, V> load(const T* p) { return *reinterpret_cast<const Pack<T, V>*>(p); }
 template <typename T, int V>
 __device__ __forceinline__ void store(T* p, const Pack<T, V>& x) { *reinterpret_cast<Pack<T, V>*>(p) = x; }
-
-__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 int blocks_for(int64_t work) {
   return static_cast<int>(std::min<int64_t>((work + kThreads - 1) / kThreads, 65536));
@@ -85,32 +88,73 @@ struct Packs {
 };
 
 // ---- tanh-sigmoid gate, with the in_layer's bias and dropout ---------------------------------
-// Applies dropout to V values of consecutive input elements e0 .. e0 + V - 1.
+// Dropout's keep decisions of V consecutive input elements e0 .. e0 + V - 1 (V <= 8) as bits
+// (bit k: element e0 + k kept), drawn from Philox.
 template <int V>
-__device__ __forceinline__ void drop(float* v, int64_t e0, const Dropout& d) {
-  if (!d.enabled) return;
+__device__ __forceinline__ uint32_t draw_keep_bits(int64_t e0, const Dropout& d) {
+  uint32_t bits = 0;
   if (V % 4 == 0 && e0 % 4 == 0) {
 #pragma unroll
     for (int j = 0; j < V; j += 4) {
       const float4 u = uniform4(d, static_cast<uint64_t>(e0 + j) / 4);
-      v[j + 0] = u.x < d.keep ? v[j + 0] * d.scale : 0.0f;
-      v[j + 1] = u.y < d.keep ? v[j + 1] * d.scale : 0.0f;
-      v[j + 2] = u.z < d.keep ? v[j + 2] * d.scale : 0.0f;
-      v[j + 3] = u.w < d.keep ? v[j + 3] * d.scale : 0.0f;
+      bits |= uint32_t(u.x < d.keep) << j | uint32_t(u.y < d.keep) << (j + 1) | uint32_t(u.z < d.keep) << (j + 2) |
+              uint32_t(u.w < d.keep) << (j + 3);
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < V; ++k) v[k] = keeps(d, static_cast<uint64_t>(e0 + k)) ? v[k] * d.scale : 0.0f;
+    for (int k = 0; k < V; ++k) bits |= uint32_t(keeps(d, static_cast<uint64_t>(e0 + k))) << k;
   }
+  return bits;
 }
 
-// The gate's two inputs at a pack: in + bias, dropped out.
+// The same bits read back from a forward's record: bit e % 8 of byte e / 8.
+template <int V>
+__device__ __forceinline__ uint32_t read_keep_bits(const uint8_t* __restrict__ record, int64_t e0) {
+  if (V == 8 && e0 % 8 == 0) return record[e0 / 8];
+  uint32_t bits = 0;
+#pragma unroll
+  for (int k = 0; k < V; ++k) bits |= uint32_t(record[(e0 + k) / 8] >> ((e0 + k) % 8) & 1) << k;
+  return bits;
+}
+
+template <int V>
+__device__ __forceinline__ void apply_keep_bits(float* v, uint32_t bits, const Dropout& d) {
+#pragma unroll
+  for (int k = 0; k < V; ++k) v[k] = (bits >> k & 1) ? v[k] * d.scale : 0.0f;
+}
+
+// tanh and sigmoid: exact (tanhf, expf) for float and half, so that float results match the
+// composite ops to a few ulp; for bf16 the hardware's tanh.approx (relative error ~5e-4,
+// under bf16's rounding of 2e-3), sigmoid(x) = (1 + tanh(x / 2)) / 2: one instruction each
+// where the exact functions cost tens, and the gate was compute-bound.
+template <typename T>
+__device__ __forceinline__ float gate_tanh(float x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+  } else {
+    return tanhf(x);
+  }
+}
+template <typename T>
+__device__ __forceinline__ float gate_sigmoid(float x) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return fmaf(0.5f, gate_tanh<T>(0.5f * x), 0.5f);
+  else return 1.0f / (1.0f + expf(-x));
+}
+
+// A pack's two halves (the gate's inputs) and their flat element indices.
+struct HalfIndex {
+  int64_t a, b;
+  __device__ __forceinline__ HalfIndex(int64_t o, int64_t r, int64_t span) : a(o * 2 * span + r), b(a + span) {}
+};
+
+// The gate's two inputs at a pack: in + bias, then dropout by the given keep bits.
 template <typename T, int V>
-__device__ __forceinline__ void gate_inputs(const T* __restrict__ in, const float* __restrict__ bias, int64_t o,
-                                            int64_t r, int64_t span, int64_t inner, const Dropout& d, float* a,
-                                            float* b) {
-  const T* row = in + o * 2 * span;
-  const auto pa = load<T, V>(row + r), pb = load<T, V>(row + span + r);
+__device__ __forceinline__ void gate_inputs(const T* __restrict__ in, const float* __restrict__ bias, int64_t r,
+                                            int64_t span, int64_t inner, const HalfIndex& e, const Dropout& d,
+                                            uint32_t keep_a, uint32_t keep_b, float* a, float* b) {
+  const auto pa = load<T, V>(in + e.a), pb = load<T, V>(in + e.b);
   const int64_t half_channels = span / inner;
 #pragma unroll
   for (int k = 0; k < V; ++k) {
@@ -122,52 +166,65 @@ __device__ __forceinline__ void gate_inputs(const T* __restrict__ in, const floa
       b[k] += bias[half_channels + c];
     }
   }
-  drop<V>(a, o * 2 * span + r, d);
-  drop<V>(b, o * 2 * span + span + r, d);
+  if (d.enabled) {
+    apply_keep_bits<V>(a, keep_a, d);
+    apply_keep_bits<V>(b, keep_b, d);
+  }
 }
 
+// keep_record: nullptr, or one byte per 8 input elements to record the mask in (V == 8 only).
 template <typename T, int V>
 __global__ void gate_forward(const T* __restrict__ in, const float* __restrict__ bias, T* __restrict__ acts,
-                             int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout) {
+                             uint8_t* __restrict__ keep_record, int64_t outer, int64_t span, int64_t inner,
+                             PhiloxDropout dropout) {
   const Dropout d = unpack(dropout);
   for (const auto [o, r] : Packs<V>(outer, span)) {
+    const HalfIndex e(o, r, span);
+    uint32_t keep_a = 0, keep_b = 0;
+    if (d.enabled) {
+      keep_a = draw_keep_bits<V>(e.a, d);
+      keep_b = draw_keep_bits<V>(e.b, d);
+      if (V == 8 && keep_record) {
+        keep_record[e.a / 8] = static_cast<uint8_t>(keep_a);
+        keep_record[e.b / 8] = static_cast<uint8_t>(keep_b);
+      }
+    }
     float a[V], b[V];
-    gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
+    gate_inputs<T, V>(in, bias, r, span, inner, e, d, keep_a, keep_b, a, b);
     Pack<T, V> y;
 #pragma unroll
-    for (int k = 0; k < V; ++k) y.v[k] = from_float<T>(tanhf(a[k]) * sigmoid(b[k]));
+    for (int k = 0; k < V; ++k) y.v[k] = from_float<T>(gate_tanh<T>(a[k]) * gate_sigmoid<T>(b[k]));
     store(acts + o * span + r, y);
   }
 }
 
+// keep_record: forward's record of the mask, or nullptr to draw it again.
 template <typename T, int V>
 __global__ void gate_backward(const T* __restrict__ in, const float* __restrict__ bias, const T* __restrict__ grad_acts,
-                              T* __restrict__ grad_in, int64_t outer, int64_t span, int64_t inner,
-                              PhiloxDropout dropout) {
+                              const uint8_t* __restrict__ keep_record, T* __restrict__ grad_in, int64_t outer,
+                              int64_t span, int64_t inner, PhiloxDropout dropout) {
   const Dropout d = unpack(dropout);
   for (const auto [o, r] : Packs<V>(outer, span)) {
+    const HalfIndex e(o, r, span);
+    uint32_t keep_a = 0, keep_b = 0;
+    if (d.enabled) {
+      keep_a = keep_record ? read_keep_bits<V>(keep_record, e.a) : draw_keep_bits<V>(e.a, d);
+      keep_b = keep_record ? read_keep_bits<V>(keep_record, e.b) : draw_keep_bits<V>(e.b, d);
+    }
     float a[V], b[V];
-    gate_inputs<T, V>(in, bias, o, r, span, inner, d, a, b);
+    gate_inputs<T, V>(in, bias, r, span, inner, e, d, keep_a, keep_b, a, b);
     const auto g = load<T, V>(grad_acts + o * span + r);
     float ga[V], gb[V];
 #pragma unroll
     for (int k = 0; k < V; ++k) {
-      const float t = tanhf(a[k]), s = sigmoid(b[k]), gk = to_float(g.v[k]);
+      const float t = gate_tanh<T>(a[k]), s = gate_sigmoid<T>(b[k]), gk = to_float(g.v[k]);
       ga[k] = gk * s * (1.0f - t * t);
       gb[k] = gk * t * (s * (1.0f - s));
     }
-    // Through dropout: the same mask, as a scale of 0 or 1 / keep (values 1 mark the mask).
+    // Through dropout: the same mask, as a scale of 0 or 1 / keep.
     if (d.enabled) {
-      float ma[V], mb[V];
-#pragma unroll
-      for (int k = 0; k < V; ++k) ma[k] = mb[k] = 1.0f;
-      drop<V>(ma, o * 2 * span + r, d);
-      drop<V>(mb, o * 2 * span + span + r, d);
-#pragma unroll
-      for (int k = 0; k < V; ++k) {
-        ga[k] *= ma[k];
-        gb[k] *= mb[k];
-      }
+      apply_keep_bits<V>(ga, keep_a, d);
+      apply_keep_bits<V>(gb, keep_b, d);
     }
     Pack<T, V> pa, pb;
 #pragma unroll
@@ -175,8 +232,8 @@ __global__ void gate_backward(const T* __restrict__ in, const float* __restrict_
       pa.v[k] = from_float<T>(ga[k]);
       pb.v[k] = from_float<T>(gb[k]);
     }
-    store(grad_in + o * 2 * span + r, pa);
-    store(grad_in + o * 2 * span + span + r, pb);
+    store(grad_in + e.a, pa);
+    store(grad_in + e.b, pb);
   }
 }
 
@@ -262,30 +319,36 @@ bool gate_packs(int64_t span, int64_t inner, const void* a, const void* b, const
 }
 
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
-                                             int64_t inner, PhiloxDropout dropout, cudaStream_t stream) {
+bool gate_records_keep_bits(int64_t span, int64_t inner, const void* in, const void* acts) {
+  return pack_of<T>() == 8 && gate_packs<T>(span, inner, in, acts);
+}
+
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, uint8_t* keep_record,
+                                             int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
+                                             cudaStream_t stream) {
   constexpr int V = pack_of<T>();
   if (gate_packs<T>(span, inner, in, acts)) {
-    gate_forward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, acts, outer, span, inner,
-                                                                               dropout);
+    gate_forward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, acts, keep_record, outer,
+                                                                               span, inner, dropout);
   } else {
-    gate_forward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, acts, outer, span, inner,
-                                                                           dropout);
+    gate_forward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, acts, nullptr, outer, span,
+                                                                           inner, dropout);
   }
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
-                                              int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
-                                              cudaStream_t stream) {
+cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts,
+                                              const uint8_t* keep_record, T* grad_in, int64_t outer, int64_t span,
+                                              int64_t inner, PhiloxDropout dropout, cudaStream_t stream) {
   constexpr int V = pack_of<T>();
   if (gate_packs<T>(span, inner, in, grad_acts, grad_in)) {
-    gate_backward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, grad_acts, grad_in, outer,
-                                                                                span, inner, dropout);
+    gate_backward<T, V><<<blocks_for(outer * span / V), kThreads, 0, stream>>>(in, bias, grad_acts, keep_record,
+                                                                                grad_in, outer, span, inner, dropout);
   } else {
-    gate_backward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, grad_acts, grad_in, outer, span,
-                                                                            inner, dropout);
+    gate_backward<T, 1><<<blocks_for(outer * span), kThreads, 0, stream>>>(in, bias, grad_acts, keep_record, grad_in,
+                                                                            outer, span, inner, dropout);
   }
   return cudaGetLastError();
 }
@@ -327,10 +390,12 @@ cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* 
 }
 
 #define MONOFLOW_GATE(T)                                                                                 \
-  template cudaError_t launch_tanh_sigmoid_gate_forward<T>(const T*, const float*, T*, int64_t, int64_t, \
-                                                           int64_t, PhiloxDropout, cudaStream_t);          \
-  template cudaError_t launch_tanh_sigmoid_gate_backward<T>(const T*, const float*, const T*, T*, int64_t, \
-                                                            int64_t, int64_t, PhiloxDropout, cudaStream_t);
+  template bool gate_records_keep_bits<T>(int64_t, int64_t, const void*, const void*);                   \
+  template cudaError_t launch_tanh_sigmoid_gate_forward<T>(const T*, const float*, T*, uint8_t*, int64_t, \
+                                                           int64_t, int64_t, PhiloxDropout, cudaStream_t); \
+  template cudaError_t launch_tanh_sigmoid_gate_backward<T>(const T*, const float*, const T*, const uint8_t*, \
+                                                            T*, int64_t, int64_t, int64_t, PhiloxDropout,    \
+                                                            cudaStream_t);
 MONOFLOW_GATE(float)
 MONOFLOW_GATE(__half)
 MONOFLOW_GATE(__nv_bfloat16)

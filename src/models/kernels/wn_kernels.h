@@ -21,17 +21,23 @@ namespace monoflow::models::kernels {
 // dropout(in + bias), in [outer, 2 * span], acts [outer, span]; inner as in the layout above.
 // The optional bias (float [2 * C_half] or nullptr) and dropout apply to the input first, as
 // the official WN adds the in_layer's bias, drops out, then gates: one uniform per input
-// element (philox_dropout.h).
+// element (philox_dropout.h). Where gate_records_keep_bits says so (16-bit T, packed
+// operands) and keep_record is not nullptr, forward also writes the dropout mask there: bit
+// e % 8 of byte e / 8 for input element e, outer * 2 * span / 8 bytes.
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, int64_t outer, int64_t span,
-                                             int64_t inner, PhiloxDropout dropout, cudaStream_t stream);
+bool gate_records_keep_bits(int64_t span, int64_t inner, const void* in, const void* acts);
+template <typename T>
+cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* acts, uint8_t* keep_record,
+                                             int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
+                                             cudaStream_t stream);
 
 // grad_in [outer, 2 * span] (the gradient of `in`, i.e. before bias and dropout) from
-// grad_acts [outer, span], recomputing everything from `in` (nothing else is kept for backward).
+// grad_acts [outer, span], recomputing the rest from `in`; the dropout mask from forward's
+// keep_record, or drawn again where that is nullptr.
 template <typename T>
-cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts, T* grad_in,
-                                              int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
-                                              cudaStream_t stream);
+cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts,
+                                              const uint8_t* keep_record, T* grad_in, int64_t outer, int64_t span,
+                                              int64_t inner, PhiloxDropout dropout, cudaStream_t stream);
 
 // The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
 // (res, skip) channel halves, plus the res_skip layer's bias (float [2 * C_half] or nullptr),
