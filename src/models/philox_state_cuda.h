@@ -3,17 +3,19 @@
 // same mask (kernels/philox_dropout.h).
 #pragma once
 
-#include <ATen/cuda/PhiloxCudaState.h>
 #include <torch/torch.h>
+
+#include "models/kernels/philox_dropout.h"
 
 namespace monoflow::models::cuda {
 
-// The state for one dropout call on `device`: advances the generator by one draw of four per
-// element's subsequence. Graph-safe: while a graph is captured it holds pointers that each
-// replay fills.
-at::PhiloxCudaState next_philox_state(const torch::Device& device);
+// Dropout with probability p for one fused call on `device`: off for p == 0, otherwise the
+// generator's next state (advanced by one draw of four per element's subsequence). Graph-safe:
+// while a graph is captured the state holds pointers that each replay fills.
+kernels::PhiloxDropout start_dropout(double p, const torch::Device& device);
 
-void save_philox_state(torch::autograd::AutogradContext* ctx, const at::PhiloxCudaState& s);
-at::PhiloxCudaState saved_philox_state(torch::autograd::AutogradContext* ctx);
+// Forward keeps it in the autograd context; backward takes it back.
+void save_dropout(torch::autograd::AutogradContext* ctx, const kernels::PhiloxDropout& dropout);
+kernels::PhiloxDropout saved_dropout(torch::autograd::AutogradContext* ctx);
 
 }  // namespace monoflow::models::cuda

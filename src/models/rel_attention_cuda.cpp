@@ -39,12 +39,7 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     const torch::Tensor mask = mask_in.to(torch::kFloat).contiguous();
     const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)).contiguous();   // [b, h, l, l]
     const torch::Tensor rel = torch::matmul(q, emb_k[0].t()).contiguous();             // [b, h, l, 2w+1]
-    kernels::PhiloxDropout dropout;
-    if (dropout_p > 0) {
-      dropout.enabled = true;
-      dropout.keep = static_cast<float>(1.0 - dropout_p);
-      dropout.rng = next_philox_state(q.device());
-    }
+    const kernels::PhiloxDropout dropout = start_dropout(dropout_p, q.device());
     const torch::Tensor weights = torch::empty_like(scores);
     const torch::Tensor dropped = dropout.enabled ? torch::empty_like(scores) : weights;
     const torch::Tensor band = torch::empty_like(rel);
@@ -56,8 +51,7 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     torch::Tensor out = torch::matmul(dropped, v).contiguous();
     add_band_product(out, band, emb_v);
     ctx->save_for_backward({q, k, v, emb_k, emb_v, mask, weights, dropped, band});
-    ctx->saved_data["keep"] = dropout.enabled ? static_cast<double>(dropout.keep) : 1.0;
-    if (dropout.enabled) save_philox_state(ctx, dropout.rng);
+    save_dropout(ctx, dropout);
     return out;
   }
 
@@ -67,13 +61,7 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
                         &mask = saved[5], &weights = saved[6], &dropped = saved[7], &band = saved[8];
     const c10::cuda::CUDAGuard guard(q.device());
     const kernels::RelativeRows rows = rows_of(q, emb_k);
-    kernels::PhiloxDropout dropout;
-    const double keep = ctx->saved_data["keep"].toDouble();
-    if (keep < 1.0) {
-      dropout.enabled = true;
-      dropout.keep = static_cast<float>(keep);
-      dropout.rng = saved_philox_state(ctx);
-    }
+    const kernels::PhiloxDropout dropout = saved_dropout(ctx);
     const torch::Tensor& grad_out = grads[0];
     const torch::Tensor grad_v = torch::matmul(dropped.transpose(-2, -1), grad_out);
     const torch::Tensor grad_emb_v = summed_products(band, grad_out);

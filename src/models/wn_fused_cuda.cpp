@@ -63,12 +63,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const torch::Tensor b = float_bias(bias);
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1) / 2;
-    kernels::PhiloxDropout dropout;
-    if (dropout_p > 0) {
-      dropout.enabled = true;
-      dropout.keep = static_cast<float>(1.0 - dropout_p);
-      dropout.rng = next_philox_state(x.device());
-    }
+    const kernels::PhiloxDropout dropout = start_dropout(dropout_p, x.device());
     auto acts = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     // The dropout mask as bits, where the kernel records it (an empty tensor otherwise).
     torch::Tensor keep_record = torch::empty({0}, x.options().dtype(torch::kUInt8));
@@ -85,8 +80,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     });
     ctx->save_for_backward({x, b, keep_record});
     ctx->saved_data["bias_dtype"] = static_cast<int64_t>(bias.scalar_type());
-    ctx->saved_data["keep"] = dropout.enabled ? static_cast<double>(dropout.keep) : 1.0;
-    if (dropout.enabled) save_philox_state(ctx, dropout.rng);
+    save_dropout(ctx, dropout);
     return acts;
   }
 
@@ -98,13 +92,7 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const c10::cuda::CUDAGuard guard(x.device());
     const Geometry g = geometry_of(x);
     const int64_t h = x.size(1) / 2;
-    kernels::PhiloxDropout dropout;
-    const double keep = ctx->saved_data["keep"].toDouble();
-    if (keep < 1.0) {
-      dropout.enabled = true;
-      dropout.keep = static_cast<float>(keep);
-      dropout.rng = saved_philox_state(ctx);
-    }
+    const kernels::PhiloxDropout dropout = saved_dropout(ctx);
     const torch::Tensor grad_acts = in_layout(grads[0].to(x.scalar_type()), g.channels_last);
     auto grad_in = empty_in_layout(x.size(0), 2 * h, x.size(2), x.options(), g.channels_last);
     dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
