@@ -11,6 +11,10 @@
 #include "models/flow_fused.h"
 #include "models/wn_fused.h"
 
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/channel_norm_cuda.h"
+#endif
+
 namespace monoflow::models {
 
 namespace F = torch::nn::functional;
@@ -57,7 +61,11 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
   // The original normalises over channels with a composite of means (biased variance, eps
   // inside the root). at::layer_norm over the last dimension computes the same in one kernel
   // each way, where the composite took ~10 forward and ~20 backward: the channels go last and
-  // come back, one copy each.
+  // come back, one copy each (on the CPU).
+#ifdef MONOFLOW_HAS_CUDA
+  // On the GPU one kernel each way on [B, C, T] itself (kernels/channel_norm.cu).
+  if (cuda::fused_channel_norm_applies(x, gamma, beta)) return cuda::channel_layer_norm(x, gamma, beta, eps_);
+#endif
   const int64_t channels = x.size(1);
   return at::layer_norm(x.transpose(1, -1), {channels}, gamma, beta, eps_).transpose(1, -1).contiguous();
 }

@@ -1,0 +1,14 @@
+// CUDA path of LayerNorm over channels (models/modules.h; compiled only with MONOFLOW_HAS_CUDA):
+// one kernel each way on the [B, C, T] layout (kernels/channel_norm.cu), no transposes.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace monoflow::models::cuda {
+
+// float32 CUDA x [B, C, T], gamma and beta float32 [C] on the same device.
+bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta);
+torch::Tensor channel_layer_norm(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
+                                 double eps);
+
+}  // namespace monoflow::models::cuda

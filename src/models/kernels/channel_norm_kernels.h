@@ -1,0 +1,31 @@
+// Host-callable launchers of LayerNorm over the channels of a contiguous [B, C, T] float32
+// tensor, the Glow-TTS text side's normalisation (models/modules.h: LayerNorm), without moving
+// the channels last (channel_norm.cu says why). channel_norm_cuda.cpp holds the torch side.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+namespace monoflow::models::kernels {
+
+// Time columns per block: the gamma/beta partial sums have one row per (item, tile of columns).
+inline constexpr int kChannelNormColumns = 32;
+inline int64_t channel_norm_tiles(int64_t b, int64_t t) {
+  return b * ((t + kChannelNormColumns - 1) / kChannelNormColumns);
+}
+
+// y = (x - mean) / sqrt(var + eps) * gamma + beta per (item, time) column over its C channels
+// (biased variance, two passes); mean and rstd [B, T] are kept for backward.
+cudaError_t launch_channel_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                                        float* mean, float* rstd, int64_t b, int64_t c, int64_t t, float eps,
+                                        cudaStream_t stream);
+
+// grad_x from grad_y; gamma's and beta's gradients as partial sums [channel_norm_tiles(b, t), C]
+// (summed over their rows by the caller: deterministic, no atomics).
+cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* gamma, const float* mean,
+                                         const float* rstd, float* grad_x, float* grad_gamma_rows,
+                                         float* grad_beta_rows, int64_t b, int64_t c, int64_t t,
+                                         cudaStream_t stream);
+
+}  // namespace monoflow::models::kernels
