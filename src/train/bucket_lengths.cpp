@@ -50,7 +50,7 @@ namespace {
 // the decoder runs them (ChannelsLast, the step's dtype, no bias: the gate adds it), recorded
 // as a CUDA graph. Replays time the engines that cuDNN's benchmark chose for the shape, with
 // no host work in between: timed eagerly, the host's launches and a noisy few repetitions
-// decided about one bucket in six the wrong way (docs/benchmarks.md).
+// kept the slow length in 3 of 18 processes (docs/benchmarks.md).
 class BlockConvolutions {
  public:
   BlockConvolutions(const BucketLengthOptions& o, const torch::Device& device, int64_t batch, int64_t frames) {
@@ -96,7 +96,9 @@ class BlockConvolutions {
 std::vector<double> BucketLengths::conv_us(int64_t batch, const std::vector<int64_t>& frames) {
   std::vector<std::unique_ptr<BlockConvolutions>> blocks;
   {
-    const CudnnBenchmarkMode benchmark(true);  // the graphs record with it on (graph_capture.h)
+    // record_graph turns benchmark mode on for the warm-up and the capture itself; kept on over
+    // all the candidates' recordings as well.
+    const CudnnBenchmarkMode benchmark(true);
     for (const int64_t f : frames) blocks.push_back(std::make_unique<BlockConvolutions>(options_, device_, batch, f));
   }
   const auto stream = c10::cuda::getCurrentCUDAStream(device_.index());
