@@ -12,9 +12,12 @@ export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 BUILD=$ROOT/build-gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMONOFLOW_PYTHON="$(command -v python3)" \
-  -DMONOFLOW_DEPS_PREFIX="$DEPS" -DMONOFLOW_WITH_ESPEAK=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-  > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
+# The configure arguments, exported for hooks that build another tree the same way (gpu.d/ab.sh).
+# Word-split where used: the paths in it have no spaces on the GPU machine.
+export GPU_CMAKE_ARGS="-G Ninja -DCMAKE_BUILD_TYPE=Release -DMONOFLOW_PYTHON=$(command -v python3) \
+-DMONOFLOW_DEPS_PREFIX=$DEPS -DMONOFLOW_WITH_ESPEAK=OFF -DCMAKE_CUDA_ARCHITECTURES=90"
+# shellcheck disable=SC2086
+cmake -S . -B "$BUILD" $GPU_CMAKE_ARGS > "$OUT/configure.log" 2>&1 || { tail -40 "$OUT/configure.log"; exit 1; }
 grep "monoflow:" "$OUT/configure.log"
 cmake --build "$BUILD" -j 16 ${TARGETS:+--target $TARGETS} > "$OUT/build.log" 2>&1 || { grep -E "error|Error" "$OUT/build.log" | head -40; exit 1; }
 echo "build: ok"

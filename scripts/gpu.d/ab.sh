@@ -11,12 +11,13 @@ BASE=${AB_BASE:-.ab/base}
 [ -d "$BASE/src" ] || { echo "ab.sh: no baseline tree at $BASE, skipped"; exit 0; }
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "ab.sh: $BIN not built, skipped"; exit 0; }
+[ -n "${GPU_CMAKE_ARGS:-}" ] || { echo "ab.sh: run it through scripts/gpu.sh (GPU_CMAKE_ARGS unset)"; exit 1; }
 BASE_BUILD=${AB_BASE_BUILD:-/tmp/ab-base-build}
-DEPS=$PWD/.deps/root
 echo "== A/B: building the baseline's bench_train_step"
-cmake -S "$BASE" -B "$BASE_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMONOFLOW_PYTHON="$(command -v python3)" \
-  -DMONOFLOW_DEPS_PREFIX="$DEPS" -DMONOFLOW_WITH_ESPEAK=OFF -DCMAKE_CUDA_ARCHITECTURES=90 \
-  > "$OUT/ab_configure.log" 2>&1 || { tail -20 "$OUT/ab_configure.log"; exit 1; }
+# The same configuration as this tree's build (gpu.sh), so that only the source differs.
+# shellcheck disable=SC2086
+cmake -S "$BASE" -B "$BASE_BUILD" $GPU_CMAKE_ARGS > "$OUT/ab_configure.log" 2>&1 ||
+  { tail -20 "$OUT/ab_configure.log"; exit 1; }
 cmake --build "$BASE_BUILD" -j 16 --target bench_train_step > "$OUT/ab_build.log" 2>&1 ||
   { grep -E "error|Error" "$OUT/ab_build.log" | head -20; exit 1; }
 ARGS=${AB_ARGS:---backends cuda-fast --precisions tf32,bf16 --modes graph}

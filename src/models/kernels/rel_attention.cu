@@ -17,7 +17,6 @@
 
 #include "models/kernels/philox_dropout.cuh"
 
-#include <algorithm>
 #include <cfloat>
 
 namespace monoflow::models::kernels {
