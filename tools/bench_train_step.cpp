@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   app.add_option("--modes", modes_arg, "comma-separated: eager, graph, graph-fixed (graph without measured bucket lengths; default: eager,graph on a GPU, eager on the CPU)");
   app.add_option("--csv", csv_path, "also write the CSV here");
   app.add_option("--profile", profile_prefix,
-                 "after each row's timed steps, profile 3 more with Kineto into PREFIX_<backend>_<precision>_<mode>.json");
+                 "after each row's timed steps, profile 3 more with Kineto into PREFIX_<backend>_<precision>_<mode>.json "
+                 "(with several ranks, each rank's into ..._rank<r>.json)");
   app.add_option("--batch-size", batch_size, "batch size (spec: 32)");
   app.add_option("--steps", steps, "timed steps (spec: 30)");
   app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
@@ -106,7 +107,9 @@ int main(int argc, char** argv) {
           if (mode != "eager" && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
           o.profile_path = profile_prefix.empty() ? std::string()
                                                   : profile_prefix + "_" + align::backend_name(backend) + "_" +
-                                                        precision + "_" + mode + ".json";
+                                                        precision + "_" + mode +
+                                                        (dist.world_size() > 1 ? "_rank" + std::to_string(dist.rank()) : "") +
+                                                        ".json";
           const auto row = train::bench_train_step(o, backend, precision, mode, batches);
           if (!main_rank) continue;
           std::cout << train::csv_row(row) << std::endl;

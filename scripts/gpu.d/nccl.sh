@@ -34,8 +34,9 @@ for mode in one:
     a, b = one[mode], two.get(mode)
     if b is None: continue
     ratio = float(b["samples_per_s"]) / float(a["samples_per_s"])
-    print("%-6s %7.1f (%6.1f)  %7.1f (%6.1f)   %.2fx  %3.0f%%" % (mode, float(a["step_ms"]), float(a["step_ms_p90"]),
-          float(b["step_ms"]), float(b["step_ms_p90"]), ratio, 50 * ratio))
+    print("%-6s %7.1f (%6.1f)  %7.1f (%6.1f)   %.2fx  %3.0f%%   %s of %s gradient buckets summed during backward" % (
+          mode, float(a["step_ms"]), float(a["step_ms_p90"]), float(b["step_ms"]), float(b["step_ms_p90"]), ratio,
+          50 * ratio, b.get("buckets_in_backward", "?"), b.get("grad_buckets", "?")))
 PY
 fi
 

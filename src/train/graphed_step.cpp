@@ -8,10 +8,12 @@
 #include "align/mas.h"
 #include "common/error.h"
 #include "train/bucket_lengths.h"
+#include "train/distributed/flat_gradient_average.h"
 #include "train/graph_capture.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #endif
@@ -72,13 +74,15 @@ struct GraphedTrainStep::Impl {
   StepOptions options;
   GraphBuckets buckets;
   torch::Device device;
-  Distributed* dist = nullptr;  // several ranks: the gradients are averaged inside the graph
-  // Every gradient is a view of `flat`, which ends with kShared more values that travel with
-  // them: [this rank skips, loss_mle, loss_dur]. One all-reduce, no copies, averages all of
-  // it, so every rank makes the same skip decision and logs the mean losses.
+  // Every gradient is a view of `flat`, which starts with kShared more values that travel with
+  // them: [this rank skips, loss_mle, loss_dur]. With several ranks, the all-reduces of flat's
+  // buckets average all of it without copies, so every rank makes the same skip decision and
+  // logs the mean losses; all buckets but the one holding these values start during backward.
   static constexpr int64_t kShared = 3;
+  static constexpr int64_t kHead = 4;  // kShared and one unused: the gradients stay 16-byte aligned
   torch::Tensor flat, shared;
   std::vector<torch::Tensor> params, grads;  // grads: persistent views of `flat`
+  std::unique_ptr<FlatGradientAverage> average;  // several ranks: averaged inside the graph
   std::optional<BucketLengths> lengths;  // GraphBuckets::measured_lengths
   c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
   std::map<Shape, Entry> entries;
@@ -94,7 +98,6 @@ struct GraphedTrainStep::Impl {
     if (!GraphedTrainStep::supported(device, options)) {
       throw UserError("CUDA graphs need a CUDA device and a CUDA MAS backend (run.cuda_graphs: false otherwise)");
     }
-    if (options.distributed != nullptr && options.distributed->world_size() > 1) dist = options.distributed;
     if (buckets.text_multiple < 1 || buckets.mel_multiple < 1 || buckets.max_graphs < 1) {
       throw UserError("graph buckets: text and mel multiples and max_graphs must be >= 1");
     }
@@ -111,15 +114,22 @@ struct GraphedTrainStep::Impl {
       trained.push_back(p);
       numel += p.numel();
     }
-    flat = torch::zeros({numel + kShared}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
-    shared = flat.narrow(0, numel, kShared);
-    int64_t offset = 0;
+    flat = torch::zeros({kHead + numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+    shared = flat.narrow(0, 0, kShared);
+    int64_t offset = kHead;
     for (auto& p : trained) {
       p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
       grads.push_back(p.grad());
       offset += p.numel();
     }
     params = std::move(trained);
+    Distributed* dist = options.distributed;
+    if (dist != nullptr && dist->world_size() > 1) {
+      average = std::make_unique<FlatGradientAverage>(*dist, params, grads, flat, kHead, buckets.gradient_bucket_bytes,
+                                                      buckets.first_gradient_bucket_bytes);
+      // NCCL makes its communicator at a group's first collective, which no capture may hold.
+      dist->start_sum(flat)();  // of zeros
+    }
     optimizer.init_state();
     const auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
     const auto i64 = f32.dtype(torch::kInt64);
@@ -137,8 +147,6 @@ struct GraphedTrainStep::Impl {
     error_item = torch::full({align::kMasFlagCount}, -1, i64);
     options.check_finite = true;
     options.mas.deferred_flags = flags;
-    // NCCL makes its communicator at a group's first collective, which no capture may hold.
-    if (dist != nullptr) dist->start_sum(flat)();
     pool = at::cuda::graph_pool_handle();
   }
 
@@ -152,8 +160,8 @@ struct GraphedTrainStep::Impl {
   // twin on every other rank.
   Shape agreed_shape(const data::Batch& h) {
     const auto [b, t, s] = shape_of(h);
-    if (dist == nullptr) return {b, t, s};
-    const std::vector<int64_t> m = dist->max_over_ranks({t, s});
+    if (average == nullptr) return {b, t, s};
+    const std::vector<int64_t> m = options.distributed->max_over_ranks({t, s});
     return {b, m[0], m[1]};
   }
 
@@ -169,41 +177,30 @@ struct GraphedTrainStep::Impl {
     e.in.ids = h.ids;
   }
 
-  // Backward into `flat`. Autograd hands back fresh gradients and one multi-tensor copy moves
+  // Backward into `flat`. Autograd hands back fresh gradients and multi-tensor copies move
   // them into their views: accumulating into the views instead (backward() onto defined .grad)
   // costs an add kernel per parameter, ~530 a step, 0.8-1.0 ms of a graphed step on an H100.
-  void backward_into_flat(const torch::Tensor& loss) {
+  // With `overlap` (several ranks, in the captured step) the copies go bucket by bucket, each
+  // bucket's all-reduce starting as it fills.
+  void backward_into_flat(const torch::Tensor& loss, bool overlap) {
+    if (overlap) average->arm();
     std::vector<torch::Tensor> produced = torch::autograd::grad({loss}, params, /*grad_outputs=*/{},
                                                                 /*retain_graph=*/false, /*create_graph=*/false,
                                                                 /*allow_unused=*/true);
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> dst, src;  // the fast path needs equal strides on both sides
-    for (size_t i = 0; i < produced.size(); ++i) {
-      if (!produced[i].defined()) {
-        grads[i].zero_();
-      } else if (produced[i].strides() == grads[i].strides() && produced[i].scalar_type() == grads[i].scalar_type()) {
-        dst.push_back(grads[i]);
-        src.push_back(produced[i]);
-      } else {
-        grads[i].copy_(produced[i]);
-      }
-    }
-    if (!dst.empty()) at::_foreach_copy_(dst, src);
+    if (overlap) average->finish_backward(produced);
+    else copy_gradients(grads, produced);
   }
 
   // What every replay does: train_step with the host's decisions on the device.
   void body(Entry& e) {
     Losses l = forward_losses(model, e.in, options);
     const torch::Tensor loss = l.mle + l.dur;
-    backward_into_flat(loss);
+    backward_into_flat(loss, average != nullptr);
     torch::NoGradGuard no_grad;
     const torch::Tensor bad = flags.gt(0);
     const torch::Tensor skip_here = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
     shared.copy_(torch::stack({skip_here.to(torch::kFloat32), l.mle.detach(), l.dur.detach()}));
-    if (dist != nullptr) {
-      dist->start_sum(flat)();
-      flat.div_(dist->world_size());
-    }
+    if (average != nullptr) average->average();
     const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);
     const torch::Tensor found = shared[0].gt(0);
     found_inf.copy_(found);
@@ -242,7 +239,7 @@ struct GraphedTrainStep::Impl {
     const torch::Tensor rng = gen.get_state();
     {
       Losses l = forward_losses(model, e.in, options);
-      backward_into_flat(l.mle + l.dur);
+      backward_into_flat(l.mle + l.dur, /*overlap=*/false);
     }
     flat.zero_();
     flags.zero_();
@@ -298,17 +295,55 @@ struct GraphedTrainStep::Impl {
     return e.out;
   }
 
+  // [loss_mle, loss_dur, grad_norm, skipped, longest_run, error_step[], error_item[]] as
+  // float64 (the counters are exact there), copied into pinned memory behind the last step.
+  torch::Tensor readback_host;
+  std::optional<at::cuda::CUDAEvent> readback_done;
+
+  torch::Tensor readback_values() const {
+    const auto f64 = [](const torch::Tensor& t) { return t.reshape(-1).to(torch::kFloat64); };
+    return torch::cat({f64(loss_mle), f64(loss_dur), f64(grad_norm), f64(skipped), f64(longest_run), f64(error_step),
+                       f64(error_item)});
+  }
+
+  static GraphReadback decode(const double* v) {
+    const auto at = [&](int64_t i) { return static_cast<int64_t>(v[i]); };
+    GraphReadback r;
+    r.loss_mle = v[0];
+    r.loss_dur = v[1];
+    r.grad_norm = v[2];
+    r.status.skipped = at(3);
+    r.status.longest_nonfinite_run = at(4);
+    r.status.bad_lengths_step = at(5 + align::kMasFlagBadLengths);
+    r.status.bad_lengths_item = at(5 + align::kMasFlagCount + align::kMasFlagBadLengths);
+    r.status.timeout_step = at(5 + align::kMasFlagTimeout);
+    return r;
+  }
+
+  void start_readback() {
+    TORCH_CHECK(!readback_done.has_value(), "GraphedTrainStep::start_readback: the last one was not finished");
+    const c10::cuda::CUDAGuard guard(device);
+    const torch::Tensor all = readback_values();
+    if (!readback_host.defined()) {
+      readback_host = torch::empty({all.numel()}, torch::TensorOptions().dtype(torch::kFloat64).pinned_memory(true));
+    }
+    readback_host.copy_(all, /*non_blocking=*/true);
+    readback_done.emplace();
+    readback_done->record(c10::cuda::getCurrentCUDAStream(device.index()));
+  }
+
+  GraphReadback finish_readback() {
+    TORCH_CHECK(readback_done.has_value(), "GraphedTrainStep::finish_readback without start_readback");
+    readback_done->synchronize();
+    readback_done.reset();
+    return decode(readback_host.data_ptr<double>());
+  }
+
+  // Apart from the readback above, which may be under way.
   GraphStatus status() {
-    const torch::Tensor all =
-        torch::cat({skipped.view(1), longest_run.view(1), error_step, error_item}).to(torch::kCPU);
-    const int64_t* v = all.data_ptr<int64_t>();
-    GraphStatus s;
-    s.skipped = v[0];
-    s.longest_nonfinite_run = v[1];
-    s.bad_lengths_step = v[2 + align::kMasFlagBadLengths];
-    s.bad_lengths_item = v[2 + align::kMasFlagCount + align::kMasFlagBadLengths];
-    s.timeout_step = v[2 + align::kMasFlagTimeout];
-    return s;
+    const c10::cuda::CUDAGuard guard(device);
+    const torch::Tensor all = readback_values().to(torch::kCPU);
+    return decode(all.data_ptr<double>()).status;
   }
 };
 
@@ -329,7 +364,17 @@ const data::Batch& GraphedTrainStep::inputs() const {
 
 GraphStatus GraphedTrainStep::status() { return impl_->status(); }
 
+void GraphedTrainStep::start_readback() { impl_->start_readback(); }
+
+GraphReadback GraphedTrainStep::finish_readback() { return impl_->finish_readback(); }
+
 size_t GraphedTrainStep::graphs() const { return impl_->entries.size(); }
+
+int GraphedTrainStep::gradient_buckets() const { return impl_->average ? impl_->average->buckets() : 0; }
+
+int GraphedTrainStep::buckets_started_in_backward() const {
+  return impl_->average ? impl_->average->overlapped() : 0;
+}
 
 #else  // no CUDA: the type exists, but cannot be made
 
@@ -342,7 +387,11 @@ GraphedTrainStep::~GraphedTrainStep() = default;
 StepResult GraphedTrainStep::step(const data::Batch&, double, int64_t) { return {}; }
 const data::Batch& GraphedTrainStep::inputs() const { throw UserError("no CUDA"); }
 GraphStatus GraphedTrainStep::status() { return {}; }
+void GraphedTrainStep::start_readback() {}
+GraphReadback GraphedTrainStep::finish_readback() { return {}; }
 size_t GraphedTrainStep::graphs() const { return 0; }
+int GraphedTrainStep::gradient_buckets() const { return 0; }
+int GraphedTrainStep::buckets_started_in_backward() const { return 0; }
 
 #endif
 

@@ -14,8 +14,9 @@
 // Nothing in a step waits for the GPU.
 //
 // Data parallelism (options.distributed with several ranks): the gradients are views of one
-// flat buffer, summed by one NCCL all-reduce captured inside the graph, after backward; the
-// skip decision and the losses ride along in the same buffer. Before each step the ranks agree
+// flat buffer, summed by NCCL all-reduces captured inside the graph, bucket by bucket, most of
+// them while backward still runs (FlatGradientAverage); the skip decision and the losses ride
+// along in the same buffer. Before each step the ranks agree
 // on the padded shape through the host control channel (no GPU wait), so that all of them
 // replay graphs of one shape, in lock-step. (The batch size may still differ for an epoch's
 // last, partial batch: the all-reduce has the same size in every graph, so they still meet.)
@@ -32,6 +33,7 @@
 //   GraphedTrainStep step(model, optimizer, step_options);
 //   StepResult r = step.step(host_batch, lr, step_number);   // r valid until the next step()
 //   GraphStatus s = step.status();                            // at log intervals: one wait
+//   step.start_readback(); ...next step()...; step.finish_readback();   // or: no idle GPU
 #pragma once
 
 #include <torch/torch.h>
@@ -51,6 +53,10 @@ struct GraphBuckets {
   int64_t mel_multiple = 64;   // frames (rounded up to a multiple of the model's n_sqz)
   size_t max_graphs = 16;
   bool measured_lengths = true;  // pad past lengths where the decoder's convolutions are slow
+  // Several ranks: the gradients' all-reduce buckets (FlatGradientAverage). The first holds
+  // the losses too and starts only after backward, so it is the small one.
+  int64_t gradient_bucket_bytes = 25 << 20;
+  int64_t first_gradient_bucket_bytes = 4 << 20;
 };
 
 // What the device counted since the GraphedTrainStep was made (one read, one wait).
@@ -60,6 +66,12 @@ struct GraphStatus {
   int64_t bad_lengths_step = 0;     // first step whose lengths MAS rejected (0: none)
   int64_t bad_lengths_item = -1;    // its item in the batch
   int64_t timeout_step = 0;         // first step whose cuda-fast hand-over timed out (0: none)
+};
+
+// A step's losses (the ranks' mean), gradient norm and the status after it, on the host.
+struct GraphReadback {
+  double loss_mle = 0, loss_dur = 0, grad_norm = 0;
+  GraphStatus status;
 };
 
 class GraphedTrainStep {
@@ -80,8 +92,17 @@ class GraphedTrainStep {
   // The padded device batch of the last step (the graph's inputs, ids included).
   const data::Batch& inputs() const;
 
-  GraphStatus status();
+  GraphStatus status();  // now: waits for every step enqueued
+  // The same and the losses, read without draining the queue: start_readback() copies them
+  // to the host after the last step enqueued, and finish_readback() waits for that copy only,
+  // so a trainer that calls it after enqueueing the next step keeps the GPU busy meanwhile.
+  void start_readback();
+  GraphReadback finish_readback();
   size_t graphs() const;
+  // Several ranks: the gradient buckets, and how many of them the last recorded graph starts
+  // during backward (all but the first, where backward fills them in order). 0 and 0 otherwise.
+  int gradient_buckets() const;
+  int buckets_started_in_backward() const;
 
   // Whether graphs can run this step: a CUDA device and a CUDA MAS backend.
   static bool supported(const torch::Device& device, const StepOptions& options);

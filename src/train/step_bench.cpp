@@ -175,6 +175,8 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   row.precision = precision;
   row.mode = mode;
   row.graphs = graphed ? static_cast<int>(graphed->graphs()) : 0;
+  row.grad_buckets = graphed ? graphed->gradient_buckets() : 0;
+  row.buckets_in_backward = graphed ? graphed->buckets_started_in_backward() : 0;
   row.mel_frames = graphed ? graphed->inputs().mel.size(2) : batches[(step - 1) % batches.size()].mel.size(2);
   row.batch_size = o.batch_size;
   row.step_ms = median(step_ms);
@@ -190,15 +192,15 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
 
 std::string csv_header() {
   return "backend,precision,mode,B,step_ms,step_ms_min,step_ms_max,step_ms_p90,mas_ms,peak_mem_mib,samples_per_s,"
-         "nonfinite_steps,graphs,ranks,warmup_peak_mem_mib,mel_frames";
+         "nonfinite_steps,graphs,ranks,warmup_peak_mem_mib,mel_frames,grad_buckets,buckets_in_backward";
 }
 
 std::string csv_row(const StepBenchRow& r) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d,%.0f,%lld", r.backend.c_str(),
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%s,%s,%s,%d,%.2f,%.2f,%.2f,%.2f,%.2f,%.0f,%.1f,%d,%d,%d,%.0f,%lld,%d,%d", r.backend.c_str(),
                 r.precision.c_str(), r.mode.c_str(), r.batch_size, r.step_ms, r.step_ms_min, r.step_ms_max,
                 r.step_ms_p90, r.mas_ms, r.peak_memory_mib, r.samples_per_s, r.nonfinite_steps, r.graphs, r.ranks,
-                r.warmup_peak_memory_mib, static_cast<long long>(r.mel_frames));
+                r.warmup_peak_memory_mib, static_cast<long long>(r.mel_frames), r.grad_buckets, r.buckets_in_backward);
   return buf;
 }
 

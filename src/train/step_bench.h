@@ -58,6 +58,8 @@ struct StepBenchRow {
   int graphs = 0;                  // CUDA graphs recorded (graph mode)
   int ranks = 1;                   // processes stepping together (data parallelism)
   int64_t mel_frames = 0;          // the last timed step's mel length (padded to its bucket in graph modes)
+  int grad_buckets = 0;            // graph modes, several ranks: the gradients' all-reduce buckets
+  int buckets_in_backward = 0;     // ... of them started while backward ran
 };
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);

@@ -100,7 +100,7 @@ class Trainer {
   void set_damaged_aside();
   void restore_or_initialise();
   void drop_metrics_after(int64_t step);
-  void log_step(double mle, double dur, const StepResult& r);
+  void log_step(double mle, double dur, double grad_norm, int64_t step, int64_t epoch);
   void validate_now();
   void save(const std::string& why);
   void say(const std::string& text) {
@@ -113,6 +113,8 @@ class Trainer {
   bool graphs_wanted() const;  // run.cuda_graphs, and graphs can run here
   void start_graphs();
   void poll_graphs();
+  void note_graph_status(const GraphStatus& s);
+  void finish_graph_log();
   // The parts of run(), in order.
   std::string start_line() const;
   std::optional<data::Batch> initialise_actnorms();
@@ -161,6 +163,8 @@ class Trainer {
   Clock::time_point run_start_;  // for the ETA under --max-minutes
   int64_t last_log_step_ = 0;
   std::map<align::Backend, std::pair<double, int>> mas_ms_;  // backend -> (sum, count)
+  // Graphed steps: the log step whose readback is under way (0: none), and its epoch.
+  int64_t readback_step_ = 0, readback_epoch_ = 0;
   double last_mas_ms_ = 0;
 };
 
@@ -470,7 +474,7 @@ void Trainer::start_graphs() {
   const GraphBuckets buckets;
   const std::vector<int64_t> extra = BucketLengthOptions().extra_frames();
   const int64_t most_extra_frames = *std::max_element(extra.begin(), extra.end()) * c_.model.n_sqz();
-  // The graphs average the gradients themselves (one all-reduce inside each): no hooks.
+  // The graphs average the gradients themselves (all-reduces inside each): not these hooks.
   step_options_.reducer = nullptr;
   reducer_.reset();
   graphed_ = std::make_unique<GraphedTrainStep>(model_, *optimizer_, step_options_, buckets, skipped_);
@@ -482,8 +486,10 @@ void Trainer::start_graphs() {
 // What the graphed steps left on the device since the last look: skipped updates (counted
 // as steps: the host could not know), and MAS errors with the step that raised them.
 void Trainer::poll_graphs() {
-  if (!graphed_) return;
-  const GraphStatus s = graphed_->status();
+  if (graphed_) note_graph_status(graphed_->status());
+}
+
+void Trainer::note_graph_status(const GraphStatus& s) {
   if (s.bad_lengths_step > 0) {
     throw UserError("step " + std::to_string(s.bad_lengths_step) + ": item " + std::to_string(s.bad_lengths_item) +
                     " of the batch has more text tokens than mel frames (MAS found no monotonic alignment); "
@@ -507,14 +513,12 @@ void Trainer::stop_if_nonfinite_run(int64_t in_row) const {
                   (last_checkpoint_.empty() ? std::string() : " (last: " + last_checkpoint_ + ")"));
 }
 
-// mle, dur: this step's losses averaged over ranks. Rank 0 only.
-void Trainer::log_step(double mle, double dur, const StepResult& r) {
+// The log line of `step` (its losses averaged over ranks) in `epoch` (1-based). Rank 0 only.
+void Trainer::log_step(double mle, double dur, double grad_norm, int64_t step, int64_t epoch) {
   const double elapsed = seconds_since(last_log_time_);
-  const int64_t steps = step_ - last_log_step_;
-  const double grad_norm = r.grad_norm.defined() ? r.grad_norm.item<double>() : 0.0;
-  const double lr = schedule_->lr(step_);
+  const int64_t steps = step - last_log_step_;
+  const double lr = schedule_->lr(step);
   const double steps_per_s = elapsed > 0 ? steps / elapsed : 0.0;
-  const int64_t epoch = loader_->position().epoch + 1;
 
   std::vector<std::pair<std::string, double>> values{
       {"loss/mle", mle}, {"loss/dur", dur}, {"loss/total", mle + dur}, {"lr", lr}, {"grad_norm", grad_norm},
@@ -527,13 +531,13 @@ void Trainer::log_step(double mle, double dur, const StepResult& r) {
   mas_ms_.clear();
 
   if (out_.tb) {
-    for (const auto& [k, v] : values) out_.tb->scalar(k, v, step_);
+    for (const auto& [k, v] : values) out_.tb->scalar(k, v, step);
     out_.tb->flush();
   }
-  out_.metrics->write(step_, epoch, values);
+  out_.metrics->write(step, epoch, values);
 
   ProgressInfo p;
-  p.step = step_;
+  p.step = step;
   p.total_steps = c_.train.max_steps > 0 ? c_.train.max_steps
                                          : static_cast<int64_t>(c_.train.epochs) * loader_->batches_per_epoch();
   p.epoch = epoch;
@@ -546,7 +550,7 @@ void Trainer::log_step(double mle, double dur, const StepResult& r) {
   if (o_.max_minutes > 0) p.seconds_left = std::max(0.0, o_.max_minutes * 60 - seconds_since(run_start_));
   if (!o_.quiet) progress_.update(p);
   last_log_time_ = Clock::now();
-  last_log_step_ = step_;
+  last_log_step_ = step;
 }
 
 void Trainer::validate_now() {
@@ -692,11 +696,23 @@ void Trainer::compare_align(const StepResult& r, const data::Batch& batch, const
 // a checkpoint. `batch` is the step's device batch.
 void Trainer::after_step(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position) {
   if (c_.run.compare_align) compare_align(r, batch, position);
-  if (step_ % std::max(1, c_.train.log_interval) == 0 || step_ == 1) {
-    poll_graphs();
+  const bool log_due = step_ % std::max(1, c_.train.log_interval) == 0 || step_ == 1;
+  if (graphed_) {
+    // The last log step's line, now that this step is queued behind it: waiting for that one
+    // alone leaves the GPU busy (waiting for this one, and meeting the other ranks on the host
+    // then, drained the queue: ~6 ms a log step on two GPUs). Its losses are already the
+    // ranks' mean (averaged inside the graph), and every rank reads the same status at the same step.
+    finish_graph_log();
+    if (log_due) {
+      graphed_->start_readback();
+      readback_step_ = step_;
+      readback_epoch_ = position.epoch + 1;
+    }
+  } else if (log_due) {
     const double mle = dist_->average(r.loss_mle.item<double>());
     const double dur = dist_->average(r.loss_dur.item<double>());
-    if (main_) log_step(mle, dur, r);
+    const double grad_norm = r.grad_norm.defined() ? r.grad_norm.item<double>() : 0.0;
+    if (main_) log_step(mle, dur, grad_norm, step_, loader_->position().epoch + 1);
   }
   const bool val_due = c_.train.val_interval > 0 && step_ % c_.train.val_interval == 0;
   const bool image_due = c_.run.image_interval > 0 ? step_ % c_.run.image_interval == 0 : val_due;
@@ -711,8 +727,19 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
   }
 }
 
+// The log line of the readback under way, if any (graphed steps), and what the device counted.
+void Trainer::finish_graph_log() {
+  if (readback_step_ == 0) return;
+  const GraphReadback r = graphed_->finish_readback();
+  const int64_t step = readback_step_;
+  readback_step_ = 0;
+  note_graph_status(r.status);
+  if (main_) log_step(r.loss_mle, r.loss_dur, r.grad_norm, step, readback_epoch_);
+}
+
 // The end of a run: the last validation and checkpoint, the ranks' rendezvous, the summary.
 void Trainer::finish(RunSummary& summary) {
+  finish_graph_log();
   // A run that ends normally also leaves the validation pictures and audio of its last step.
   if (!summary.interrupted && step_ > 0 && c_.train.val_interval > 0 && last_validation_step_ != step_) {
     validate_now();

@@ -255,6 +255,36 @@ void expect_user_error(const std::function<void()>& f, const std::string& words)
   }
 }
 
+// Graphed steps read a log step's losses and status back while the next step runs (the
+// trainer waits for that step alone): every log step still gets its line, the last at the end
+// of the run, and the device's count of skipped updates still stops a run of non-finite steps.
+TEST(TrainerGpu, GraphedStepsLogEveryIntervalAndStopNonFiniteRuns) {
+  if (!torch::cuda::is_available() || !align::backend_available(align::Backend::kCudaFast)) {
+    GTEST_SKIP() << "no CUDA GPU";
+  }
+  TempDir dir;
+  const std::vector<std::string> graphed{"run.device=cuda", "train.use_cuda=true", "run.align_backend=cuda-fast",
+                                         "run.cuda_graphs=true", "train.val_interval=0"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.end(), graphed.begin(), graphed.end());
+    return more;
+  };
+  run(testing::tiny_config(corpus(), dir / "log", 7, with({"train.log_interval=3"})));
+  const auto m = training_metrics(dir / "log");
+  std::vector<int64_t> logged;
+  for (const auto& [step, values] : m) {
+    logged.push_back(step);
+    EXPECT_TRUE(std::isfinite(values.at("loss/mle"))) << step;
+    EXPECT_GT(values.at("loss/dur"), 0) << step;
+    EXPECT_GT(values.at("grad_norm"), 0) << step;
+  }
+  EXPECT_EQ(logged, (std::vector<int64_t>{1, 3, 6}));
+  expect_user_error([&] {
+    run(testing::tiny_config(corpus(), dir / "nonfinite", 50,
+                             with({"train.learning_rate=1e6", "train.max_nonfinite_steps=3", "train.log_interval=2"})));
+  }, "steps in a row (train.max_nonfinite_steps)");  // 3 or more: the device counts on between reads
+}
+
 TEST(Trainer, BadCheckpointsAndConfigsAreRefusedClearly) {
   TempDir dir;
   const std::string run_dir = dir / "run";
