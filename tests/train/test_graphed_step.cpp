@@ -158,6 +158,32 @@ TEST_F(GraphedStepCuda, NonFiniteLossSkipsTheUpdateOnTheDevice) {
   EXPECT_EQ(s0.step(), 1);
 }
 
+// A readback started behind a step holds that step's values, even when the next step has run
+// (and changed them all) by the time it is finished: what the trainer's log steps rely on.
+TEST_F(GraphedStepCuda, AReadbackHoldsTheStepItWasStartedBehind) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, opt, options);
+  const StepResult first = step.step(batches[0], 1e-3, 1);
+  const double mle = first.loss_mle.item<double>(), dur = first.loss_dur.item<double>();
+  const double norm = first.grad_norm.item<double>();
+  step.start_readback();
+  data::Batch bad = batches[0];
+  bad.mel = bad.mel.clone();
+  bad.mel[0][0][0] = std::nan("");
+  step.step(bad, 1e-3, 2);  // queued behind the readback: NaN losses, one skipped update
+  const GraphReadback r = step.finish_readback();
+  EXPECT_EQ(r.loss_mle, mle);
+  EXPECT_EQ(r.loss_dur, dur);
+  EXPECT_EQ(r.grad_norm, norm);
+  EXPECT_EQ(r.status.skipped, 0);
+  step.start_readback();
+  const GraphReadback after = step.finish_readback();
+  EXPECT_TRUE(std::isnan(after.loss_mle));
+  EXPECT_EQ(after.status.skipped, 1);
+  EXPECT_EQ(after.status.longest_nonfinite_run, 1);
+  EXPECT_THROW(step.finish_readback(), c10::Error);  // none under way
+}
+
 TEST_F(GraphedStepCuda, BadLengthsComeBackWithTheirStep) {
   FusedAdam opt(graphed->parameters(), adam());
   GraphedTrainStep step(graphed, opt, options);
