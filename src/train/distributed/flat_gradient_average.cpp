@@ -85,9 +85,8 @@ void FlatGradientAverage::on_gradient(size_t param, const torch::Tensor& grad) {
   // before its hook runs.
   TORCH_CHECK(!arrived_[param].defined(), "FlatGradientAverage: parameter ", param, " got two gradients in one backward");
   arrived_[param] = grad;
-  if (++buckets_[bucket_of_[param]].arrived == buckets_[bucket_of_[param]].end - buckets_[bucket_of_[param]].begin) {
-    start_ready_buckets();
-  }
+  Bucket& bucket = buckets_[bucket_of_[param]];
+  if (++bucket.arrived == bucket.end - bucket.begin) start_ready_buckets();
 }
 
 void FlatGradientAverage::start_ready_buckets() {
