@@ -706,7 +706,7 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
     if (log_due) {
       graphed_->start_readback();
       readback_step_ = step_;
-      readback_epoch_ = position.epoch + 1;
+      readback_epoch_ = loader_->position().epoch + 1;  // as the eager line says it
     }
   } else if (log_due) {
     const double mle = dist_->average(r.loss_mle.item<double>());
