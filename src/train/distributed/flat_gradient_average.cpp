@@ -71,10 +71,9 @@ FlatGradientAverage::~FlatGradientAverage() {
 
 void FlatGradientAverage::arm() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& b : buckets_) b.arrived = 0, b.started = false, b.wait = nullptr;
+  for (auto& b : buckets_) b.arrived = 0, b.wait = nullptr;
   for (auto& g : arrived_) g = torch::Tensor();
   next_ = 0;
-  overlapped_ = 0;
   armed_ = true;
 }
 
@@ -96,7 +95,6 @@ void FlatGradientAverage::start_ready_buckets() {
     if (b.arrived != b.end - b.begin) return;
     copy_in(b, arrived_);
     start(b);
-    ++overlapped_;
   }
 }
 
@@ -108,7 +106,6 @@ void FlatGradientAverage::copy_in(Bucket& bucket, const std::vector<torch::Tenso
 
 void FlatGradientAverage::start(Bucket& bucket) {
   bucket.wait = dist_.start_sum(bucket.range);
-  bucket.started = true;
   ++next_;
 }
 
@@ -118,11 +115,10 @@ void FlatGradientAverage::finish_backward(const std::vector<torch::Tensor>& prod
   std::lock_guard<std::mutex> lock(mutex_);
   TORCH_CHECK(armed_, "FlatGradientAverage: finish_backward without arm");
   armed_ = false;
-  for (size_t i = buckets_.size(); i-- > 0;) {
-    Bucket& b = buckets_[i];
-    if (b.started) continue;
-    copy_in(b, produced);
-    if (i > 0) start(b);
+  overlapped_ = static_cast<int>(next_);  // the hooks started the top next_ buckets
+  for (size_t i = buckets_.size() - next_; i-- > 0;) {
+    copy_in(buckets_[i], produced);
+    if (i > 0) start(buckets_[i]);
   }
 }
 

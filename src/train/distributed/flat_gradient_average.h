@@ -68,7 +68,6 @@ class FlatGradientAverage {
     size_t begin = 0, end = 0;  // parameters [begin, end)
     torch::Tensor range;        // its part of `flat`
     size_t arrived = 0;
-    bool started = false;
     std::function<void()> wait;
   };
   void on_gradient(size_t param, const torch::Tensor& grad);
@@ -83,7 +82,7 @@ class FlatGradientAverage {
   std::vector<size_t> bucket_of_;
   std::vector<torch::Tensor> arrived_;  // gradients the hooks took, until their bucket starts
   std::vector<unsigned> hooks_;
-  size_t next_ = 0;  // buckets started, counted from the top
+  size_t next_ = 0;  // buckets started so far: the top next_ ones, started in order
   bool armed_ = false;
   int overlapped_ = 0;
   std::mutex mutex_;  // hooks run on the autograd engine's thread
