@@ -23,7 +23,7 @@
 //      walk fused in one block per utterance, hand-over through shared memory, decision bits
 //      kept on chip; that file's header lists what it changes and what was tried. K=2 or 4,
 //      where the block fits in shared memory.
-// The timings of every version: docs/benchmarks.md, "MAS" (and "cuda-fast v4").
+// The timings of every version: docs/history/benchmarks-2026-11.md, "MAS" (and "cuda-fast v4").
 //
 // Shared with src (headers only; the .cu files are linked, as monoflow_align_kernels):
 // align/kernels/mas_kernels.h (launchers, workspace layout), mas_fast_common.cuh and

@@ -6,7 +6,7 @@
 # Question behind it: cuDNN 9 runs this wgrad 2-4x slower in narrow length bands (bf16 around
 # B x T = 16,384, TF32 at T = 384; conv_graph_probe.py). Do smaller chunks stay on the fast
 # engine, and what do the extra calls and the sum cost where there is no cliff? (Answer, with the
-# H100's figures: docs/benchmarks.md, "the cliff cannot be decomposed away".)
+# H100's figures: docs/history/benchmarks-2026-11.md, "the cliff cannot be decomposed away".)
 import sys, torch
 from cuda_timing import graphed, timed_us
 torch.backends.cuda.matmul.allow_tf32 = True

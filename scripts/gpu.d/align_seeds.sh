@@ -3,7 +3,7 @@
 # Skipped unless ALIGN_SEEDS is set, e.g. ALIGN_SEEDS="11 22 33". For each seed and each token
 # choice ("chars": configs/quickstart.yaml as is; "blank": data.add_blank=true), trains
 # quickstart.yaml on the default corpus for ALIGN_SEED_STEPS (2500: one run's accuracy has
-# settled by then, docs/benchmarks.md) steps, one run after another (six at once on one H100
+# settled by then, docs/history/benchmarks-2026-11.md) steps, one run after another (six at once on one H100
 # ran at ~9 steps/s each: time-slicing between processes), then aligns its last checkpoint on
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
 # $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1

@@ -6,7 +6,7 @@
 // Layouts: [B, C, T] tensors contiguous or channels-last (memory [B, T, C]), and [B, C, 1, T]
 // tensors in torch's ChannelsLast format, which is how the coupling network runs on a GPU:
 // cuDNN's convolution kernels are NHWC and transpose every NCHW input and gradient (10% of
-// the step's GPU time in the profile, docs/benchmarks.md), while LibTorch keeps a layout
+// the step's GPU time in the profile, docs/history/benchmarks-2026-11.md), while LibTorch keeps a layout
 // only for 4-D tensors (conv1d makes 3-D inputs contiguous; dropout's backward and other
 // ops allocate 3-D results contiguous). Outputs keep their input's layout.
 #pragma once

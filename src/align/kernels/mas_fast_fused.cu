@@ -2,7 +2,7 @@
 //
 // What v4 changes against the split kernels (the warp pipeline of mas_fast_pipeline.cuh: v3 in
 // mas_fast_forward.cu, v1 and v2 in dev/cuda/mas_fast.cu), each from an ncu profile of v1 at
-// the training batch (docs/benchmarks.md, "cuda-fast v4: the whole search in one block per
+// the training batch (docs/history/benchmarks-2026-11.md, "cuda-fast v4: the whole search in one block per
 // utterance", has the profile's figures):
 // - The W warps of an utterance form one block and hand their last rows over through shared
 //   memory, ordered by CTA-scope release/acquire. v1-v3 used global memory with GPU-scope
@@ -22,7 +22,7 @@
 // Applies when the block's shared memory fits (fast_mas_fused_smem); otherwise v3
 // (mas_fast_forward.cu) and the walk run.
 // Tried and dropped (dev/cuda/mas_fast.cu, training batch, K=2; the timings are in the same
-// section of docs/benchmarks.md):
+// section of docs/history/benchmarks-2026-11.md):
 // - One bulk copy (TMA, cp.async.bulk) per 128-byte tile row instead of 16-byte cp.async: a
 //   tile then arrived well after its chunk had started (the copy engine handles such small
 //   copies slowly); the forward pass got slower.
@@ -61,7 +61,7 @@
 // the boundary-row accesses and the counters as hazards. tests/align/test_mas_handover.cpp
 // checks the argument under thousands of launches with random sleeps at each point above
 // (the Jitter hook below), and checks that the same stress catches a release placed before
-// the writes; docs/benchmarks.md records what racecheck reports.
+// the writes; docs/reliability.md records what racecheck reports.
 #include "align/kernels/mas_fast_common.cuh"
 
 namespace monoflow::align::kernels {

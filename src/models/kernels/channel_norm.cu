@@ -1,6 +1,6 @@
 // LayerNorm over channels of a contiguous [B, C, T] float32 tensor, forward and backward.
 //
-// Why (profile of the training step, docs/benchmarks.md): at::layer_norm normalises the last
+// Why (profile of the training step, docs/history/benchmarks-2026-11.md): at::layer_norm normalises the last
 // dimension, so the text side's 17 LayerNorms a step moved the channels last and back, a copy
 // each way forward and backward around ATen's kernels (~1.2 ms a step on an H100 with the
 // gamma/beta reduction). Here a block covers 32 time columns of one item: threadIdx.x the

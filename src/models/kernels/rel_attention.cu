@@ -1,7 +1,7 @@
 // The relative-position attention's softmax rows, with the relative band and dropout fused in
 // (kernels/rel_attention_kernels.h says what they compute).
 //
-// Why (profile of the bf16 training step, docs/benchmarks.md): the text encoder's six attention
+// Why (profile of the bf16 training step, docs/history/benchmarks-2026-11.md): the text encoder's six attention
 // layers ran ~40 kernels each way per layer around their three batched products: the
 // [l, 2l - 1] relative logits and weights padded twice, reshaped and sliced each way, the
 // scale's divisions, masked_fill, softmax and dropout with their backwards. A probe of one layer

@@ -1,7 +1,7 @@
 // Many weight-normalised convolutions' weights in one kernel each way (the decoder batches
 // each flow's: 9 in the ljspeech model, up to 32 per launch).
 //
-// Why (bf16 profile of the training step, docs/benchmarks.md): every convolution computed its
+// Why (bf16 profile of the training step, docs/history/benchmarks-2026-11.md): every convolution computed its
 // weight with _weight_norm (a kernel), then autocast cast it to bf16 and cuDNN transposed it to
 // ChannelsLast (a kernel each); backward ran the casts' copies back, weight norm's backward and
 // its copies: ~500 small kernels a step, ~1.9 ms in bf16 and ~0.9 ms in TF32 with the gaps.

@@ -1,6 +1,6 @@
 // The WN layer's elementwise work in two kernels per direction instead of ~10.
 //
-// Why (profile of the training step, docs/benchmarks.md): the 48 WN layers of the decoder ran
+// Why (profile of the training step, docs/history/benchmarks-2026-11.md): the 48 WN layers of the decoder ran
 // tanh, sigmoid and their product on strided channel halves, and in backward tanh_backward,
 // sigmoid_backward, two products and a concatenation; the residual and skip updates added
 // three more strided kernels forward and three backward. Each is a full pass over a
