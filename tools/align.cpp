@@ -16,7 +16,7 @@ namespace {
 
 std::string recentring(const monoflow::train::AlignOptions& o, const monoflow::train::AlignReport& r) {
   char text[160];
-  if (!o.recentre) return "as MAS placed them (--no-recentre)";
+  if (!o.recentre) return "as MAS placed them";
   if (r.recentred_ms == 0) {
     std::snprintf(text, sizeof text, "not recentred (%lld word junctions; the offset could not be told)",
                   static_cast<long long>(r.junctions));
@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
   monoflow::train::AlignOptions o;
   bool quiet = false;
   app.add_option("--checkpoint", o.checkpoints,
-                 "checkpoint (runs/<name>/checkpoints/ckpt_*.pt); repeat it with other runs of the same config to "
-                 "take each token boundary's median over them (three runs: docs/benchmarks.md)")
+                 "checkpoint (runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth with --config); "
+                 "repeat it with other runs of the same config to take each token boundary's median over them")
       ->required();
   app.add_option("--dataset-dir", o.dataset_dir,
                  "LJSpeech-layout folder (metadata.csv + wavs/); with --filelist, the base of its relative paths");
@@ -54,15 +54,15 @@ int main(int argc, char** argv) {
                  "trailing silence this far into the word, for the mel window's reach (default: half of "
                  "data.win_length, 23.2 ms at 1024 samples and 22050 Hz; 0: off)")
       ->check(CLI::NonNegativeNumber);
-  bool no_recentre = false;
-  app.add_flag("--no-recentre", no_recentre,
-               "keep MAS's boundaries in the TextGrids as they are, instead of moving them by the run's offset "
-               "that the spectral change at word junctions tells (docs/benchmarks.md, \"Recentring\")");
+  app.add_flag("--recentre,!--no-recentre", o.recentre,
+               "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
+               "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
+               "calibrated on espeak-ng's en-us word events of the default corpus, and on another voice it "
+               "becomes a bias of its own (docs/benchmarks.md, \"Alignment accuracy\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {
     o.progress = !quiet;
-    o.recentre = !no_recentre;
     const auto r = monoflow::train::align_dataset(o);
     std::fprintf(stderr,
                  "align: %lld utterances (%.1f s of audio, %lld words) in %.1f s on %s (MAS %s); %lld bad line(s) "

@@ -4,15 +4,23 @@
 // the trainer reads, so that the cache it fills is the one training finds:
 //   preprocess --config configs/quickstart.yaml [--set data.hop_length=200 ...] [--jobs N]
 //   preprocess --dataset-dir data/monoflow-corpus --cache-dir runs/x/cache   (default settings)
+// --npy-out DIR also writes what training reads, for another trainer or a vocoder: DIR/<id>.npy,
+// each utterance's mel as float32 [n_mels, frames] (the official Glow-TTS reads these with
+// data.load_mel_from_disk), and DIR/tokens.tsv, "id<TAB>token ids" per utterance.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cli_main.h"
 #include "data/cache_fill.h"
 #include "data/datasets.h"
+#include "data/text_encoder.h"
+#include "train/atomic_file.h"
 #include "train/config/config_io.h"
 #include "train/config/library_options.h"
+#include "train/synth/npy.h"
 
 namespace {
 
@@ -25,6 +33,31 @@ void draw(size_t done, size_t total, double audio_s, double elapsed) {
   std::fflush(stderr);
 }
 
+// Writes each utterance's mel and tokens as training reads them (see the top of this file).
+size_t export_features(const std::vector<const monoflow::data::TtsDataset*>& sets, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  std::string tokens = "id\ttokens\n";
+  size_t n = 0;
+  for (const auto* set : sets) {
+    if (!set) continue;
+    for (size_t i = 0; i < set->size(); ++i) {
+      const monoflow::data::Sample s = set->get(i, 0);  // from the cache just filled
+      if (s.id.empty() || s.id.find('/') != std::string::npos || s.id == "." || s.id == "..") {
+        throw monoflow::UserError("preprocess: --npy-out: utterance id '" + s.id + "' is not a file name");
+      }
+      monoflow::train::write_file_atomically(dir + "/" + s.id + ".npy", monoflow::train::encode_npy_float32(s.mel));
+      tokens += s.id + "\t";
+      const auto ids = s.text.contiguous();
+      for (int64_t t = 0; t < ids.numel(); ++t) tokens += (t ? " " : "") + std::to_string(ids[t].item<int64_t>());
+      tokens += "\n";
+      ++n;
+    }
+  }
+  monoflow::train::write_file_atomically(dir + "/tokens.tsv", tokens);
+  return n;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   bool force = false;
+  std::string npy_out;
   CLI::App app{"Fill the monoflow feature cache (mel spectrograms) for a dataset"};
   app.add_option("--config,-c", config_path, "YAML config whose data section sets the features (default: defaults)");
   app.add_option("--set", overrides, "override a config key: --set data.hop_length=200 (repeatable)");
@@ -41,13 +75,19 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", cache_dir, "feature cache folder (data.cache_dir; default <run.dir>/cache)");
   app.add_option("-j,--jobs", jobs, "worker threads (default: all cores)")->check(CLI::PositiveNumber);
   app.add_flag("--force", force, "recompute entries that are already cached");
+  app.add_option("--npy-out", npy_out,
+                 "also write each utterance's mel as DIR/<id>.npy (float32 [n_mels, frames]) and its token ids "
+                 "in DIR/tokens.tsv, as training reads them");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("preprocess").blank_line(), [&] {
     if (!dataset_dir.empty()) overrides.push_back("data.dataset_dir=" + dataset_dir);
     if (!cache_dir.empty()) overrides.push_back("data.cache_dir=" + cache_dir);
     const train::Config config = config_path.empty() ? train::parse_config("", "defaults", overrides)
                                                      : train::load_config(config_path, overrides);
     const data::DataOptions o = train::data_options(config);
-    const auto sets = data::load_datasets(o, nullptr);  // text is not needed for features
+    // The features need no text; the export writes the tokens too.
+    std::shared_ptr<const monoflow::text::TextProcessor> text;
+    if (!npy_out.empty()) text = std::make_shared<const monoflow::text::TextProcessor>(config.text);
+    const auto sets = data::load_datasets(o, text ? data::text_encoder(text) : data::TextEncoder{});
     data::CacheFillOptions fill;
     fill.jobs = jobs;
     fill.force = force;
@@ -61,6 +101,10 @@ int main(int argc, char** argv) {
                  "%.1f s of audio per second (%zu computed, %zu already cached)\n",
                  r.utterances, r.audio_seconds, r.elapsed_s, jobs, r.audio_seconds / std::max(r.elapsed_s, 1e-9),
                  r.computed, r.utterances - r.computed);
+    if (!npy_out.empty()) {
+      const size_t n = export_features({sets.train.get(), sets.validation.get()}, npy_out);
+      std::fprintf(stderr, "preprocess: wrote %zu mels (.npy) and tokens.tsv to %s\n", n, npy_out.c_str());
+    }
     return 0;
   });
 }

@@ -563,6 +563,7 @@ TEST(Recentre, ShiftingKeepsTheGridsEndsAndTheOrder) {
 TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   ASSERT_FALSE(checkpoint_->empty());
   AlignOptions o = cpu_options("recentred");
+  o.recentre = true;
   o.recentre_min_junctions = 1;  // the tiny corpus has few
   const AlignReport moved = align_dataset(o);
   o.recentre = false;
@@ -577,6 +578,61 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
     shift_boundaries(want, moved.recentred_ms / 1000);
     EXPECT_EQ(format_textgrid(textgrid_of("recentred", id)), format_textgrid(want)) << id;
   }
+}
+
+// An official Glow-TTS file (what convert_weights --to-official writes) aligns like the monoflow
+// checkpoint it came from, given the config; without one, the error says to give it.
+TEST_F(AlignRun, AnOfficialCheckpointAlignsLikeItsMonoflowTwin) {
+  ASSERT_FALSE(checkpoint_->empty());
+  const std::string official = *dir_ / "official.pth";
+  int status = 0;
+  const std::string out = testing::run_command(std::string(MONOFLOW_CONVERT_WEIGHTS_EXE) + " --to-official " +
+                                                   *checkpoint_ + " " + official + " 2>&1",
+                                               &status);
+  ASSERT_EQ(status, 0) << out;
+  const std::string config = *dir_ / "official_config.yaml";
+  std::ofstream(config) << to_yaml(testing::tiny_config(*dir_ / "corpus", *dir_ / "run", 3));
+
+  AlignOptions o = cpu_options("from_monoflow");
+  align_dataset(o);
+  o.checkpoints = {official};
+  o.out_dir = *dir_ / "from_official";
+  o.config = config;
+  align_dataset(o);
+  for (const std::string id : {"TINY-100", "TINY-104", "TINY-109"}) {
+    EXPECT_EQ(read_text(*dir_ / ("from_official/durations/" + id + ".json")),
+              read_text(*dir_ / ("from_monoflow/durations/" + id + ".json"))) << id;
+  }
+  o.config.clear();
+  o.out_dir = *dir_ / "no_config";
+  try {
+    align_dataset(o);
+    ADD_FAILURE() << "an official file without --config aligned";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("official Glow-TTS checkpoint carries no config; give the model's config "
+                                         "with --config"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The tool leaves MAS's boundaries by default (the recentring constant belongs to one voice)
+// and moves them only when asked; the TextGrids then differ by the reported offset.
+TEST_F(AlignRun, TheToolRecentresOnlyWhenAsked) {
+  ASSERT_FALSE(checkpoint_->empty());
+  const std::string base = std::string(MONOFLOW_ALIGN_EXE) + " --checkpoint " + *checkpoint_ + " --dataset-dir " +
+                           (*dir_ / "corpus") + " --device cpu -q";
+  int status = 0;
+  std::string out = testing::run_command(base + " --out " + (*dir_ / "tool_default") + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("TextGrids as MAS placed them"), std::string::npos) << out;
+  // --recentre asks for it; the tiny corpus has too few junctions to tell an offset (under 200),
+  // and the tool says so rather than moving anything.
+  out = testing::run_command(base + " --recentre --out " + (*dir_ / "tool_recentre") + " 2>&1", &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("not recentred ("), std::string::npos) << out;
+  EXPECT_EQ(read_text(*dir_ / "tool_recentre/textgrids/TINY-101.TextGrid"),
+            read_text(*dir_ / "tool_default/textgrids/TINY-101.TextGrid"));
 }
 
 // By default the word edges at the leading and trailing silence move by half the analysis

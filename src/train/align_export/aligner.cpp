@@ -19,6 +19,7 @@
 #include "train/align_export/recentre.h"
 #include "train/align_export/utterance_files.h"
 #include "train/checkpoint.h"
+#include "train/weights_file.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "train/log/image.h"
@@ -39,6 +40,10 @@ Config alignment_config(const AlignOptions& o) {
   if (o.checkpoints.empty()) throw UserError("give --checkpoint FILE (one or more)");
   if (!o.config.empty()) return load_config(o.config, o.overrides);
   const std::string& first = o.checkpoints.front();
+  check_weights_file(first, "--checkpoint");
+  if (checkpoint_format(first) == CheckpointFormat::kTorchSave) {
+    throw FileError(first, 0, "an official Glow-TTS checkpoint carries no config; give the model's config with --config");
+  }
   const CheckpointState state = read_checkpoint_state(first);
   if (state.config_yaml.empty()) {
     throw FileError(first, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
@@ -180,7 +185,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   for (const std::string& checkpoint : o.checkpoints) {
     models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
     model->to(device);
-    load_checkpoint(checkpoint, *model, nullptr);
+    load_model_weights(checkpoint, *model);  // monoflow's or an official Glow-TTS file
     model->set_ddi(false);
     model->eval();
     models.push_back(model);

@@ -45,8 +45,10 @@ struct AlignOptions {
   double silence_edge_ms = -1;
   // Move the run's boundaries by its offset as the mel's spectral change at word junctions tells
   // it (recentre.h); the TextGrids move, the durations stay MAS's frames. Not below
-  // `recentre_min_junctions` junctions in the dataset (too few to tell).
-  bool recentre = true;
+  // `recentre_min_junctions` junctions in the dataset (too few to tell). Opt-in: the offset rests
+  // on a constant calibrated on one voice's word events (recentre.h), which on another voice
+  // becomes a bias of its own.
+  bool recentre = false;
   int64_t recentre_min_junctions = 200;
   bool progress = true;  // the progress line on stderr
 };
