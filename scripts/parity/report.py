@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""The parity report from what scripts/parity/run.sh leaves in WORK:
+
+  runs/<corpus>/<side>-s<seed>/   official: progress.jsonl (step, train_s); monoflow: metrics.jsonl
+                                  (time/step_ms per log line, summed into the time at each step)
+  evals.jsonl                     evaluate.py's measures per run and checkpoint step
+  aligns.jsonl                    per run and step, the score_alignment.py JSON of align's output
+
+Tables per corpus (mean over seeds, min..max beside it):
+1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
+   frames, alignment median |error| and share within 25 ms.
+2. Equal wall-clock: at the time monoflow's default side (bf16) took for its last step, each
+   official run's last checkpoint saved by then.
+3. Time to target: the official runs' mean validation total at the last step is the target; the
+   training time each run needs to reach it (linear between checkpoints), and the ratio.
+
+--list-align prints "run step checkpoint" for the checkpoints the tables need aligned.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+DEFAULT_SIDE = "monoflow-bf16"
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def run_times(run_dir):
+    """{step: training seconds so far} at each saved step."""
+    progress = read_jsonl(os.path.join(run_dir, "progress.jsonl"))
+    if progress:
+        return {p["step"]: p["train_s"] for p in progress}
+    times, total, last = {}, 0.0, 0
+    for m in read_jsonl(os.path.join(run_dir, "metrics.jsonl")):
+        if "time/step_ms" not in m:
+            continue
+        total += m["time/step_ms"] * (m["step"] - last) / 1000.0
+        last = m["step"]
+        times[m["step"]] = total
+    return times
+
+
+def time_at(times, step):
+    """Training seconds at `step`, linear between the steps that have a time."""
+    if step in times:
+        return times[step]
+    known = sorted(times)
+    below = [s for s in known if s < step]
+    above = [s for s in known if s > step]
+    if not below or not above:
+        return times[below[-1]] if below else None
+    a, b = below[-1], above[0]
+    return times[a] + (times[b] - times[a]) * (step - a) / (b - a)
+
+
+def checkpoint_path(work, run, step):
+    d = os.path.join(work, "runs", run)
+    for pattern in (f"official/ckpt_{step:09d}.pth", f"G_{step}.pth"):
+        found = glob.glob(os.path.join(d, pattern))
+        if found:
+            return found[0]
+
+    return None
+
+
+def spread(values, fmt="{:.3f}"):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    mean = statistics.mean(values)
+    if len(values) == 1:
+        return fmt.format(mean)
+    return f"{fmt.format(mean)} ({fmt.format(min(values))}..{fmt.format(max(values))})"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--list-align", action="store_true")
+    args = p.parse_args()
+    work = args.work
+
+    evals = {}
+    for e in read_jsonl(os.path.join(work, "evals.jsonl")):
+        evals.setdefault(e["run"], {})[e["step"]] = e
+    runs = sorted(evals)
+    times = {r: run_times(os.path.join(work, "runs", r)) for r in runs}
+    corpora = sorted({r.split("/")[0] for r in runs})
+
+    def side_of(run):
+        return run.split("/")[1].rsplit("-s", 1)[0]
+
+    def runs_of(corpus, side):
+        return [r for r in runs if r.startswith(corpus + "/") and side_of(r) == side]
+
+    # The equal-wall-clock budget per corpus and each official run's checkpoint within it.
+    budget, at_budget = {}, {}
+    for corpus in corpora:
+        ref = [times[r].get(args.steps) for r in runs_of(corpus, DEFAULT_SIDE)]
+        ref = [t for t in ref if t is not None]
+        if not ref:
+            continue
+        budget[corpus] = statistics.mean(ref)
+        for r in runs:
+            if r.startswith(corpus + "/") and side_of(r).startswith("official"):
+                within = [s for s, t in times[r].items() if t <= budget[corpus] and s in evals[r]]
+                at_budget[r] = max(within) if within else None
+
+    if args.list_align:
+        for r in runs:
+            steps = {args.steps}
+            if at_budget.get(r):
+                steps.add(at_budget[r])
+            for s in sorted(steps):
+                c = checkpoint_path(work, r, s)
+                if c:
+                    print(r, s, c)
+        return
+
+    aligns = {}
+    for a in read_jsonl(os.path.join(work, "aligns.jsonl")):
+        if os.path.exists(a["score"]):
+            with open(a["score"]) as f:
+                aligns[(a["run"], a["step"])] = json.load(f)
+
+    def measures(run, step):
+        e = evals.get(run, {}).get(step)
+        a = aligns.get((run, step), {})
+        if not e:
+            return None
+        return {"mle": e["val_mle"], "dur": e["val_duration"], "total": e["val_total"], "l1": e["sent_l1"],
+                "frames": e["sent_frames"] / e["sent_true_frames"], "time": times[run].get(step),
+                "align_med": a.get("median_abs_ms"),
+                "align_25": 100 * a["within_25ms"] if "within_25ms" in a else None, "step": step}
+
+    header = ("| side | runs | val MLE | val duration | val total | sentence mel L1 | frames / recording's "
+              "| align median ms | within 25 ms % | train s |")
+    rule = "|" + "---|" * 10
+    print(f"# Parity with the official trainer ({args.steps} steps)\n")
+    for corpus in corpora:
+        sides = sorted({side_of(r) for r in runs if r.startswith(corpus + "/")})
+        left_out = os.path.join(work, "data", corpus, "left_out.txt")
+        ids = open(left_out).read().split() if os.path.exists(left_out) else []
+        note = (f"Left out of both sides' lists, their front-ends' tokens differing: {', '.join(ids)}.\n\n"
+                if ids else "")
+        print(f"## {corpus}\n\n{note}Equal steps ({args.steps}):\n\n{header}\n{rule}")
+        for side in sides:
+            ms = [m for m in (measures(r, args.steps) for r in runs_of(corpus, side)) if m]
+            print(f"| {side} | {len(ms)} | " + " | ".join(
+                spread([m[k] for m in ms], f) for k, f in (("mle", "{:.3f}"), ("dur", "{:.3f}"), ("total", "{:.3f}"),
+                                                           ("l1", "{:.3f}"), ("frames", "{:.2f}"),
+                                                           ("align_med", "{:.1f}"), ("align_25", "{:.1f}"),
+                                                           ("time", "{:.1f}"))) + " |")
+        official = [measures(r, args.steps) for r in runs_of(corpus, "official-tf32")]
+        official = [m for m in official if m]
+        if official:
+            totals = [m["total"] for m in official]
+            print(f"\nOfficial seed-to-seed spread of the validation total: {min(totals):.3f}..{max(totals):.3f} "
+                  f"({max(totals) - min(totals):.3f}).")
+        if corpus in budget:
+            print(f"\nEqual wall-clock ({budget[corpus]:.1f} s of training, {DEFAULT_SIDE}'s mean for "
+                  f"{args.steps} steps):\n\n{header.replace('| runs |', '| runs (step) |')}\n{rule}")
+            for side in sides:
+                rs = runs_of(corpus, side)
+                if side.startswith("official"):
+                    ms = [m for m in (measures(r, at_budget.get(r)) for r in rs) if m]
+                else:
+                    ms = [m for m in (measures(r, args.steps) for r in rs) if m]
+                steps = "/".join(str(m["step"]) for m in ms)
+                print(f"| {side} | {len(ms)} ({steps}) | " + " | ".join(
+                    spread([m[k] for m in ms], f) for k, f in (("mle", "{:.3f}"), ("dur", "{:.3f}"),
+                                                               ("total", "{:.3f}"), ("l1", "{:.3f}"),
+                                                               ("frames", "{:.2f}"), ("align_med", "{:.1f}"),
+                                                               ("align_25", "{:.1f}"), ("time", "{:.1f}"))) + " |")
+        if official:
+            target = statistics.mean(m["total"] for m in official)
+            official_s = statistics.mean(m["time"] for m in official)
+            print(f"\nTime to target (validation total {target:.3f}, the official runs' mean at step {args.steps}, "
+                  f"reached by them in {official_s:.1f} s):\n\n| side | seconds to target | official / this |\n|---|---|---|")
+            for side in sides:
+                reached = []
+                for r in runs_of(corpus, side):
+                    pts = sorted((s, e["val_total"]) for s, e in evals[r].items())
+                    t = None
+                    for (s0, v0), (s1, v1) in zip([(0, float("inf"))] + pts, pts):
+                        if v1 <= target:
+                            frac = 1.0 if v0 == float("inf") or v0 == v1 else (v0 - target) / (v0 - v1)
+                            t = time_at(times[r], s0 + frac * (s1 - s0)) if s0 else time_at(times[r], s1)
+                            break
+                    reached.append(t)
+                got = [t for t in reached if t is not None]
+                ratio = f"{official_s / statistics.mean(got):.1f}x" if got else "-"
+                print(f"| {side} | {spread(got, '{:.1f}')} ({len(got)} of {len(reached)} reached) | {ratio} |")
+        print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

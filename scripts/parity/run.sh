@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The parity benchmark, on the GPU machine (scripts/gpu.d/parity.sh calls it after the build; the
+# README of this folder says what is measured and how to prepare it):
+#   BUILD=build-gpu OUT=out PARITY=.parity CORPORA="default flite" SEEDS="1 2 3" STEPS=2000 \
+#     SAVE_EVERY=250 SIDES="official-tf32 monoflow-bf16 monoflow-tf32" bash scripts/parity/run.sh
+# PARITY holds what scripts/parity/prepare.sh made: glow-tts/ (the official source), wheels/,
+# corpora/<name>/ (metadata.csv, words/, audio). The work goes to WORK (.parity-work: runs,
+# evaluations, alignments), outside $OUT so that a later call on the same machine goes on where a
+# call that ran out of time stopped: a finished run, evaluation or alignment is not done again.
+# The report goes to $OUT/parity_report.md and is printed last.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${BUILD:-$ROOT/build-gpu}
+OUT=${OUT:-$ROOT/gpu-out}
+PARITY=$(realpath "${PARITY:-$ROOT/.parity}")
+CORPORA=${CORPORA:-default flite}
+SEEDS=${SEEDS:-1 2 3}
+STEPS=${STEPS:-2000}
+SAVE_EVERY=${SAVE_EVERY:-250}
+SIDES=${SIDES:-official-tf32 monoflow-bf16 monoflow-tf32}
+CONFIG_YAML=${CONFIG_YAML:-configs/quickstart.yaml}
+CONFIG_JSON=${CONFIG_JSON:-scripts/parity/quickstart.json}
+PY=${PYTHON:-python3}
+# Runs go one per GPU, as many at once as the machine has GPUs (each run uses one).
+GPUS=${PARITY_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
+((GPUS > 0)) || GPUS=1
+# The alignment recipe (README's): RECIPE_CONFIG for RECIPE_MINUTES on each corpus, then align
+# with its defaults; RECIPE_MINUTES=0 skips it.
+RECIPE_CONFIG=${RECIPE_CONFIG:-configs/ljspeech_blank.yaml}
+RECIPE_MINUTES=${RECIPE_MINUTES:-0}
+WORK=$(realpath -m "${WORK:-$ROOT/.parity-work}")
+mkdir -p "$WORK" "$OUT"
+OFFICIAL=$WORK/glow-tts
+BIN=$BUILD/bin
+
+# The official code and the Python packages it imports that this machine lacks.
+[ -f "$OFFICIAL/train.py" ] || cp -r "$PARITY/glow-tts" "$OFFICIAL"
+export PYTHONPATH="$WORK/pylib:${PYTHONPATH:-}"
+bash scripts/parity/python_deps.sh "$PY" "$PARITY/wheels" "$WORK/pylib" || exit 1
+# Its Cython MAS, built in place where monotonic_align/__init__.py imports it from.
+[ -n "$(ls "$OFFICIAL"/monotonic_align/monotonic_align/core*.so 2>/dev/null)" ] || (cd "$OFFICIAL/monotonic_align" && mkdir -p monotonic_align && "$PY" -m cython -3 core.pyx -o core.c &&
+  gcc -O3 -shared -fPIC $("$PY" -c "import sysconfig; print('-I' + sysconfig.get_paths()['include'])") \
+    -I"$("$PY" -c 'import numpy; print(numpy.get_include())')" core.c \
+    -o "monotonic_align/core$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")") \
+  || { echo "parity: building the official MAS failed"; exit 1; }
+
+run_monoflow() {  # corpus precision seed dir
+  local corpus=$1 precision=$2 seed=$3 dir=$4 fp16=true
+  [ "$precision" = tf32 ] && fp16=false
+  "$BIN/train" --config "$CONFIG_YAML" --run-dir "$dir" $(data_sets "$corpus") --set train.seed="$seed" \
+    --set train.max_steps="$STEPS" --set train.checkpoint_interval="$SAVE_EVERY" --set train.keep_checkpoints=1000 \
+    --set train.val_interval=$((STEPS * 10)) --set train.fp16_run=$fp16 --set train.allow_tf32=true \
+    --set run.tensorboard=false > "$dir.log" 2>&1
+}
+
+
+data_sets() {  # the data settings both monoflow tools take for a corpus, as --set arguments
+  local data=$WORK/data/$1
+  echo "--set data.dataset_dir=$PARITY/corpora/$1 --set data.training_files=$data/train.txt --set data.validation_files=$data/val.txt"
+  echo "--set data.add_blank=true --set data.cache_dir=$data/cache"
+}
+
+prepare_corpus() {  # corpus: split, features, official filelists and config, front-end check
+  local corpus=$1 src=$PARITY/corpora/$1 data=$WORK/data/$1
+  mkdir -p "$data"
+  # The same split for both trainers: every tenth utterance (by id) validates.
+  sort "$src/metadata.csv" | awk -F'|' -v train="$data/train.txt" -v val="$data/val.txt" \
+    '{ line = "wavs/" $1 ".flac|" $2; if (NR % 10 == 0) print line > val; else print line > train }'
+  cat "$data/train.txt" "$data/val.txt" > "$data/all.txt"
+  # monoflow's features and tokens; the official reads the same mels from .npy.
+  "$BIN/preprocess" --config "$CONFIG_YAML" $(data_sets "$corpus") --npy-out "$data/npy" > "$data/preprocess.log" 2>&1 \
+    || { tail -5 "$data/preprocess.log"; return 1; }
+  for split in train val; do
+    sed -E "s#^[^|]*/([^/|]+)\.flac\|#$data/npy/\1.npy|#" "$data/$split.txt" > "$data/official_$split.txt"
+  done
+  "$PY" -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+c["data"]["training_files"] = sys.argv[2] + "/official_train.txt"
+c["data"]["validation_files"] = sys.argv[2] + "/official_val.txt"
+json.dump(c, sys.stdout, indent=1)' "$CONFIG_JSON" "$data" > "$data/official.json"
+  # Utterances whose tokens differ between the front-ends leave both sides' lists (named in the
+  # report), then the check must find none.
+  "$PY" scripts/parity/check_frontend.py --official "$OFFICIAL" --config "$data/official.json" \
+    --tokens "$data/npy/tokens.tsv" --differ-out "$data/left_out.txt" "$data/official_train.txt" \
+    "$data/official_val.txt" > "$data/frontend_first.txt"
+  cat "$data/frontend_first.txt"
+  if [ -s "$data/left_out.txt" ]; then
+    local f
+    for f in train val all official_train official_val; do
+      grep -v -F -f <(sed 's#.*#/&.#' "$data/left_out.txt") "$data/$f.txt" > "$data/$f.tmp" && mv "$data/$f.tmp" "$data/$f.txt"
+    done
+  fi
+  "$PY" scripts/parity/check_frontend.py --official "$OFFICIAL" --config "$data/official.json" \
+    --tokens "$data/npy/tokens.tsv" "$data/official_train.txt" "$data/official_val.txt" > "$data/frontend.txt"
+  local rc=$?
+  cat "$data/frontend.txt"
+  return $rc
+}
+
+train_run() {  # corpus side seed: one training run, unless it finished before
+  local corpus=$1 side=$2 seed=$3 name=$1/$2-s$3
+  local dir=$WORK/runs/$name data=$WORK/data/$1
+  [ -f "$dir.done" ] && return 0
+  mkdir -p "$(dirname "$dir")"; rm -rf "$dir"
+  local start rc
+  start=$(date +%s%N)
+  case $side in
+    official-*) "$PY" scripts/parity/official_train.py --official "$OFFICIAL" --config "$data/official.json" \
+                  --out "$dir" --seed "$seed" --steps "$STEPS" --save-every "$SAVE_EVERY" \
+                  --precision "${side#official-}" > "$dir.log" 2>&1 ;;
+    monoflow-*) run_monoflow "$corpus" "${side#monoflow-}" "$seed" "$dir" ;;
+  esac
+  rc=$?
+  echo "{\"run\": \"$name\", \"rc\": $rc, \"process_ms\": $((($(date +%s%N) - start) / 1000000))}" >> "$WORK/processes.jsonl"
+  [ $rc = 0 ] || { echo "parity: $name failed (rc $rc)"; tail -5 "$dir.log"; return 1; }
+  touch "$dir.done"
+  echo "parity: $name done in $((($(date +%s%N) - start) / 1000000000)) s"
+}
+
+evaluate_run() {  # corpus dir: one judge for every checkpoint (monoflow's converted to the official format first)
+  local corpus=$1 dir=$2 name=$1/$(basename "$2") data=$WORK/data/$1
+  [ -s "$dir.evals.jsonl" ] && return 0
+  local ckpts=() c o
+  if [ -d "$dir/checkpoints" ]; then
+    mkdir -p "$dir/official"
+    for c in "$dir"/checkpoints/ckpt_*.pt; do
+      o=$dir/official/$(basename "${c%.pt}").pth
+      "$BIN/convert_weights" --to-official "$c" "$o" > /dev/null 2>&1 || echo "parity: convert $c failed"
+      ckpts+=("$o")
+    done
+  else
+    ckpts=("$dir"/G_*.pth)
+  fi
+  if "$PY" scripts/parity/evaluate.py --official "$OFFICIAL" --config "$data/official.json" \
+       --val-list "$data/official_val.txt" --run "$name" --mel-dir "$WORK/mels" "${ckpts[@]}" \
+       > "$dir.evals.tmp" 2> "$dir.eval.log"; then
+    mv "$dir.evals.tmp" "$dir.evals.jsonl"
+  else
+    echo "parity: evaluating $name failed"; tail -3 "$dir.eval.log"
+  fi
+}
+
+recipe_run() {  # corpus: RECIPE_CONFIG for RECIPE_MINUTES, then align (defaults) and score
+  local corpus=$1 dir=$WORK/recipe/$1
+  [ -s "$dir.json" ] && return 0
+  mkdir -p "$dir"
+  timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$dir/run" \
+    --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.keep_checkpoints=2 \
+    --set run.tensorboard=false > "$dir/train.log" 2>&1 || { echo "parity: recipe run on $corpus failed"; tail -3 "$dir/train.log"; return 1; }
+  local ckpt
+  ckpt=$(ls "$dir"/run/checkpoints/ckpt_*.pt | tail -1)
+  "$BIN/align" --checkpoint "$ckpt" --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
+    --set data.cache_dir="$WORK/data/$corpus/cache" --out "$dir/aligned" -q > "$dir/align.log" 2>&1 &&
+  "$PY" scripts/score_alignment.py --textgrids "$dir/aligned/textgrids" --reference "$PARITY/corpora/$corpus/words" \
+    --json "$dir.json" > "$dir/score.txt" || { echo "parity: recipe align on $corpus failed"; tail -3 "$dir/align.log"; return 1; }
+  echo "parity: recipe on $corpus ($(basename "$ckpt")): $(grep -m1 -i median "$dir/score.txt")"
+}
+
+export -f train_run evaluate_run run_monoflow data_sets
+export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML
+declare -A gpu_job
+on_free_gpu() {  # command...: starts it in the background on the first GPU without a job
+  local g
+  while :; do
+    for ((g = 0; g < GPUS; g++)); do
+      if [ -z "${gpu_job[$g]:-}" ] || ! kill -0 "${gpu_job[$g]}" 2>/dev/null; then
+        CUDA_VISIBLE_DEVICES=$g "$@" &
+        gpu_job[$g]=$!
+        return
+      fi
+    done
+    sleep 1
+  done
+}
+
+for corpus in $CORPORA; do
+  if ! grep -qs ", 0 differ" "$WORK/data/$corpus/frontend.txt"; then prepare_corpus "$corpus" || exit 1; fi
+done
+echo "parity: $GPUS run(s) at once, one per GPU"
+# The longest first: the recipe runs, then the official trainer's, then monoflow's.
+if ((RECIPE_MINUTES > 0)); then
+  for corpus in $CORPORA; do on_free_gpu recipe_run "$corpus"; done
+fi
+for side in $SIDES; do
+  for corpus in $CORPORA; do
+    for seed in $SEEDS; do
+      on_free_gpu bash -c 'train_run "$@" && evaluate_run "$1" "$WORK/runs/$1/$2-s$3"' _ "$corpus" "$side" "$seed"
+    done
+  done
+done
+wait
+
+# Align each run's last checkpoint and the one the equal-wall-clock table picks, and score them.
+cat "$WORK"/runs/*/*.evals.jsonl > "$WORK/evals.jsonl" 2>/dev/null
+"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" --list-align > "$WORK/to_align.txt"
+while read -r name step ckpt; do
+  corpus=${name%%/*}
+  out=$WORK/align/${name//\//_}_$step
+  [ -s "$out.json" ] && continue
+  mkdir -p "$WORK/align"
+  if "$BIN/align" --checkpoint "$ckpt" --config "$CONFIG_YAML" --set data.add_blank=true \
+       --set data.cache_dir="$WORK/data/$corpus/cache" --dataset-dir "$PARITY/corpora/$corpus" \
+       --filelist "$WORK/data/$corpus/all.txt" --out "$out" -q > "$out.log" 2>&1 &&
+     "$PY" scripts/score_alignment.py --textgrids "$out/textgrids" --reference "$PARITY/corpora/$corpus/words" \
+       --json "$out.json" > /dev/null; then
+    echo "{\"run\": \"$name\", \"step\": $step, \"score\": \"$out.json\"}" >> "$WORK/aligns.jsonl"
+  else
+    echo "parity: aligning $name at $step failed"; tail -3 "$out.log"
+  fi
+done < "$WORK/to_align.txt"
+"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" | tee "$OUT/parity_report.md"

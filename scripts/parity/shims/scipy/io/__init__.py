@@ -1,0 +1,1 @@
+from . import wavfile  # noqa: F401
