@@ -38,7 +38,7 @@ def parse_args():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--save-every", type=int, required=True)
     p.add_argument("--precision", choices=["tf32", "fp32", "fp16"], default="tf32")
-    p.add_argument("--device", default="cuda")
+    p.add_argument("--device", default="cuda:0")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--no-log-sample", action="store_true")
     return p.parse_args()
