@@ -1,84 +1,162 @@
 #!/usr/bin/env bash
-# Two-GPU data-parallel hook for scripts/gpu.sh (runs on a machine with 2+ GPUs; skipped
-# otherwise), docs/design.md "Two GPUs":
-#  1. the training-step benchmark's batches, 32 per process: bench_train_step on one GPU, then
-#     on two through scripts/launch.sh (NCCL), cuda-fast TF32, graph and eager (NCCL_MODES);
-#  2. the default corpus (carry data/monoflow-corpus): `train` with the ljspeech.yaml model,
-#     NCCL_STEPS steps on one GPU, then on two; median step time of the logged intervals after
-#     the first quarter, the losses, and whether rank 1 ended with rank 0's weights (rank 0's
-#     last checkpoint against rank 1's MONOFLOW_DEBUG_RANK_CHECKPOINTS copy, read by Python torch).
-# Prints per workload: step ms on 1 and 2 GPUs, throughput ratio (2 x 32 / 32 per step) and
-# efficiency (ratio / 2).
+# Data-parallel scaling hook for scripts/gpu.sh (runs on a machine with 2+ GPUs; skipped
+# otherwise), docs/design.md "Two GPUs", issue 31. Measures every GPU count of {1, 2, 4, 8} that
+# the machine has (nvidia-smi; NCCL_GPUS="1 2 4" picks, 1 is always the baseline), one GPU with
+# CUDA_VISIBLE_DEVICES=0, N through scripts/launch.sh N, the parts NCCL_WORKLOADS names
+# (default "synthetic corpus"):
+#  synthetic: bench_train_step's batches, 32 per process, cuda-fast, NCCL_MODES (default graph),
+#     NCCL_PRECISIONS (default "bf16 tf32"), one launch per count;
+#  corpus: the default corpus (carry data/monoflow-corpus) through `train` with the ljspeech.yaml
+#     model, per precision (bf16: autocast as configured, first, so that a spent budget loses TF32
+#     first; tf32: --set train.fp16_run=false) and count, NCCL_STEPS steps (default 160),
+#     NCCL_CORPUS_BATCH per process (default 32, as issue 31 specifies; at 4 or 8 x 32 the 275
+#     training utterances give 3 or 2 steps an epoch: the sampler repeats batches so that every
+#     rank has one, and each step's ranks pad to the longest of neighbouring batches; the output
+#     says how many); median step time of the logged intervals after the first quarter, the last
+#     losses, and whether rank 0's last checkpoint equals every other rank's final weights
+#     (MONOFLOW_DEBUG_RANK_CHECKPOINTS's rank<r>_final.pt, read by Python torch).
+# Prints one table per workload, precision and mode (step ms, speed-up = throughput N x batch /
+# step ms against one GPU's, efficiency = speed-up / N; scripts/gpu.d/nccl_scaling.py) and writes
+# $OUT/nccl_scaling.csv. Bounded: each run's timeout ends it by NCCL_BUDGET_S seconds (default
+# 300) after the hook began (a stopped run's ranks get up to ~25 s more to leave), and a run that
+# would get less than 45 s (bench) or 60 s (train) is skipped, with a line saying so (exit status
+# 1: not all measured); so one part fits a 10-minute device call after the build, and the other
+# part goes in a second call.
 set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
 # NVLink multicast stays off on shared hosts (the GPU machine's KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+OUT=${OUT:-gpu-out} BUILD=${BUILD:-build-gpu}
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 [ "$gpus" -ge 2 ] || { echo "nccl.sh: $gpus GPU(s), skipped"; exit 0; }
+counts=(1)
+for n in ${NCCL_GPUS:-1 2 4 8}; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "nccl.sh: NCCL_GPUS: '$n' is not a GPU count"; exit 2; }
+  if [ "$n" -gt "$gpus" ]; then
+    [ -n "${NCCL_GPUS:-}" ] && echo "nccl.sh: $n GPUs asked for, the machine has $gpus: not measured"
+    continue
+  fi
+  [[ " ${counts[*]} " == *" $n "* ]] || counts+=("$n")
+done
+mapfile -t counts < <(printf '%s\n' "${counts[@]}" | sort -n)
+[ "${#counts[@]}" -ge 2 ] || { echo "nccl.sh: no count above 1 GPU to measure, skipped"; exit 0; }
+WORKLOADS=${NCCL_WORKLOADS:-synthetic corpus}
+PRECISIONS=${NCCL_PRECISIONS:-bf16 tf32}
+for p in $PRECISIONS; do
+  [[ "$p" == tf32 || "$p" == bf16 ]] || { echo "nccl.sh: NCCL_PRECISIONS: '$p' (tf32 or bf16)"; exit 2; }
+done
+BUDGET=${NCCL_BUDGET_S:-300}
+deadline=$((SECONDS + BUDGET))
+echo "== data-parallel scaling (NCCL): $gpus GPUs here, measuring ${counts[*]}; $WORKLOADS; budget ${BUDGET} s"
+SCALING="scripts/gpu.d/nccl_scaling.py"
+rm -f "$OUT/nccl_scaling.csv"
 rc=0
+port=29500
 
-# 1. Synthetic batches.
-BENCH="$BUILD/bin/bench_train_step"
-if [ -x "$BENCH" ]; then
-  B=(--backends cuda-fast --precisions tf32 --modes "${NCCL_MODES:-graph,eager}")
-  echo "== two-GPU step benchmark (synthetic batches, 32 per process)"
-  CUDA_VISIBLE_DEVICES=0 timeout 300 "$BENCH" "${B[@]}" --csv "$OUT/nccl_bench_one.csv" > /dev/null 2> "$OUT/nccl_bench_one.log" \
-    || { echo "one-GPU benchmark failed"; tail -5 "$OUT/nccl_bench_one.log"; rc=1; }
-  timeout 300 scripts/launch.sh 2 "$BENCH" "${B[@]}" --csv "$OUT/nccl_bench_two.csv" > /dev/null 2> "$OUT/nccl_bench_two.log" \
-    || { echo "two-GPU benchmark failed"; tail -20 "$OUT/nccl_bench_two.log"; rc=1; }
-  python3 - "$OUT/nccl_bench_one.csv" "$OUT/nccl_bench_two.csv" <<'PY' || rc=1
-import csv, sys
-one = {r["mode"]: r for r in csv.DictReader(open(sys.argv[1]))}
-two = {r["mode"]: r for r in csv.DictReader(open(sys.argv[2]))}
-print("mode   1 GPU ms (p90)    2 GPUs ms (p90)   ratio  efficiency")
-for mode in one:
-    a, b = one[mode], two.get(mode)
-    if b is None: continue
-    ratio = float(b["samples_per_s"]) / float(a["samples_per_s"])
-    print("%-6s %7.1f (%6.1f)  %7.1f (%6.1f)   %.2fx  %3.0f%%   %s of %s gradient buckets summed during backward" % (
-          mode, float(a["step_ms"]), float(a["step_ms_p90"]), float(b["step_ms"]), float(b["step_ms_p90"]), ratio,
-          50 * ratio, b.get("buckets_in_backward", "?"), b.get("grad_buckets", "?")))
-PY
+# Seconds a run may take: its cap, or what is left of the budget. Prints nothing and fails
+# when less than $2 seconds are left (the run is then skipped).
+allow() {
+  local cap=$1 least=$2 left=$((deadline - SECONDS))
+  [ "$left" -ge "$least" ] || return 1
+  echo $((left < cap ? left : cap))
+}
+
+# run N TIMEOUT LOG STDOUT command...: the command on one GPU, or on N through launch.sh (a fresh
+# port each time), stderr (and stdout when STDOUT is -) into LOG. At the timeout SIGTERM goes to
+# the whole group (train then stops at its next step, with its checkpoint), SIGKILL 20 s later
+# if the command is still there. timeout leads a process group of its own: after a failure or a
+# timeout, the ranks still in it (one stuck in a collective ignores SIGTERM) get 20 s to leave,
+# then SIGKILL, so that none holds a GPU during the next run.
+run() {
+  local n=$1 t=$2 log=$3 stdout=$4 pid code waited=0
+  shift 4
+  port=$((port + 1))
+  [ "$stdout" = - ] && stdout=$log
+  if [ "$n" -eq 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 timeout -k 20 "$t" "$@" 2>> "$log" >> "$stdout" &
+  else
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) MASTER_PORT=$port timeout -k 20 "$t" scripts/launch.sh "$n" "$@" \
+      2>> "$log" >> "$stdout" &
+  fi
+  pid=$!
+  wait "$pid"
+  code=$?
+  if [ "$code" -ne 0 ]; then
+    while kill -0 -- -"$pid" 2> /dev/null && [ "$waited" -lt 20 ]; do sleep 1; waited=$((waited + 1)); done
+    kill -KILL -- -"$pid" 2> /dev/null
+    if [ "$code" -eq 124 ]; then
+      echo "$n GPU(s): stopped by the ${t} s timeout (its log: $log)"
+    else
+      echo "$n GPU(s): failed with exit code $code; the end of $log:"
+      tail -15 "$log"
+    fi
+  fi
+  return "$code"
+}
+
+# 1. Synthetic batches: each count's rows in one process group; rank 0's CSV on stdout, row by
+# row, so that a run stopped part-way keeps the rows it finished.
+if [[ " $WORKLOADS " == *" synthetic "* ]]; then
+  BENCH="$BUILD/bin/bench_train_step"
+  if [ -x "$BENCH" ]; then
+    B=(--backends cuda-fast --precisions "$(echo "$PRECISIONS" | tr -s ' ' ',')" --modes "${NCCL_MODES:-graph}")
+    echo "== synthetic batches: bench_train_step ${B[*]}, 32 per process"
+    args=()
+    for n in "${counts[@]}"; do
+      t=$(allow 200 45) || { echo "$n GPU(s): skipped, NCCL_BUDGET_S (${BUDGET} s) spent; NCCL_WORKLOADS=synthetic in another call"; rc=1; continue; }
+      : > "$OUT/nccl_bench_$n.log"; : > "$OUT/nccl_bench_$n.csv"
+      run "$n" "$t" "$OUT/nccl_bench_$n.log" "$OUT/nccl_bench_$n.csv" "$BENCH" "${B[@]}" || rc=1
+      args+=("$n=$OUT/nccl_bench_$n.csv")
+    done
+    [ "${#args[@]}" -gt 0 ] && { python3 "$SCALING" synthetic --csv "$OUT/nccl_scaling.csv" "${args[@]}" || rc=1; }
+  else
+    echo "nccl.sh: no $BENCH (TARGETS=bench_train_step), synthetic part skipped"
+  fi
 fi
 
-# 2. The default corpus through `train`.
-BIN="$BUILD/bin/train"
-CORPUS=data/monoflow-corpus
-[ -x "$BIN" ] && [ -s "$CORPUS/metadata.csv" ] || { echo "nccl.sh: needs $BIN and $CORPUS for the corpus runs, skipped"; exit $rc; }
-STEPS=${NCCL_STEPS:-160}
-echo "== two-GPU data parallel (NCCL) on the default corpus, ljspeech.yaml model, $STEPS steps, batch_size 32 per process"
-RUNS=$(mktemp -d)
-C=(--config configs/ljspeech.yaml --set data.dataset_dir=$CORPUS --set data.validation_size=8
-   --set train.warmup_steps=400 --set train.learning_rate=0.316 --set train.log_interval=10
-   --set train.val_interval=100000 --set train.checkpoint_interval=100000
-   --set data.cache_dir=$RUNS/cache --set 'data.cmudict_path=""' --align-backend cuda-fast --max-steps "$STEPS"
-   ${NCCL_TRAIN_ARGS:-})
-CUDA_VISIBLE_DEVICES=0 timeout 240 "$BIN" "${C[@]}" --run-dir "$RUNS/one" > "$OUT/nccl_one.log" 2>&1 || { echo "one-GPU run failed"; tail -5 "$OUT/nccl_one.log"; exit 1; }
-MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 timeout 240 scripts/launch.sh 2 "$BIN" "${C[@]}" --run-dir "$RUNS/two" \
-  > "$OUT/nccl_two.log" 2>&1 || { echo "two-GPU run failed"; tail -20 "$OUT/nccl_two.log"; exit 1; }
-grep -m1 "processes" "$OUT/nccl_two.log"
-grep -m1 "CUDA graphs" "$OUT/nccl_two.log"
-python3 - "$RUNS" "$STEPS" <<'PY'
-import glob, json, statistics as st, sys, torch
-runs, steps = sys.argv[1], int(sys.argv[2])
-median = {}
-for name in ("one", "two"):
-    rows = [json.loads(l) for l in open("%s/%s/metrics.jsonl" % (runs, name))]
-    tr = [r for r in rows if "loss/mle" in r and r["step"] > steps // 4 and r["step"] % 10 == 0]
-    median[name] = st.median(r["time/step_ms"] for r in tr)
-    print("%s GPU(s): median step %.1f ms over the intervals of steps %d-%d; step %d mle %.4f dur %.4f" % (
-        "1" if name == "one" else "2", median[name], tr[0]["step"] - 9, tr[-1]["step"], tr[-1]["step"],
-        tr[-1]["loss/mle"], tr[-1]["loss/dur"]))
-ratio = 2 * median["one"] / median["two"]
-print("corpus: throughput 2 GPUs / 1 GPU %.2fx, efficiency %.0f%%" % (ratio, 50 * ratio))
-ckpt = sorted(glob.glob(runs + "/two/checkpoints/*.pt"))[-1]
-a = torch.jit.load(ckpt, map_location="cpu").state_dict()
-b = torch.jit.load(runs + "/two/rank1_final.pt", map_location="cpu").state_dict()
-keys = [k for k in a if k.startswith("model.")]
-if not keys: print("no model.* tensors in the checkpoint; its keys start:", list(a)[:5])
-same = all(torch.equal(a[k], b[k]) for k in keys)
-print("rank 0's checkpoint and rank 1's final weights: %d tensors, %s" % (len(keys), "identical" if same else "DIFFERENT"))
-sys.exit(0 if same and keys else 1)
-PY
-[ $? -eq 0 ] || rc=1
-rm -rf "$RUNS"
+# 2. The default corpus through `train`, per precision and count.
+if [[ " $WORKLOADS " == *" corpus "* ]]; then
+  BIN="$BUILD/bin/train"
+  CORPUS=data/monoflow-corpus
+  if [ -x "$BIN" ] && [ -s "$CORPUS/metadata.csv" ]; then
+    STEPS=${NCCL_STEPS:-160}
+    CB=${NCCL_CORPUS_BATCH:-32}
+    MODE=graph
+    [[ "${NCCL_TRAIN_ARGS:-}" == *cuda_graphs=false* ]] && MODE=eager
+    echo "== default corpus: train, ljspeech.yaml model, $STEPS steps, batch_size $CB per process, $MODE"
+    RUNS=$(mktemp -d)
+    # shellcheck disable=SC2206  # NCCL_TRAIN_ARGS is words of --set options
+    C=(--config configs/ljspeech.yaml --set data.dataset_dir=$CORPUS --set data.validation_size=8
+       --set train.warmup_steps=400 --set train.learning_rate=0.316 --set train.log_interval=10
+       --set train.val_interval=100000 --set train.checkpoint_interval=100000 --set train.batch_size="$CB"
+       --set data.cache_dir="$RUNS/cache" --set 'data.cmudict_path=""' --align-backend cuda-fast --max-steps "$STEPS"
+       ${NCCL_TRAIN_ARGS:-})
+    args=()
+    for p in $PRECISIONS; do
+      fp16=true; [ "$p" = tf32 ] && fp16=false
+      for n in "${counts[@]}"; do
+        t=$(allow 180 60) || { echo "$p, $n GPU(s): skipped, NCCL_BUDGET_S (${BUDGET} s) spent; NCCL_WORKLOADS=corpus in another call"; rc=1; continue; }
+        log="$OUT/nccl_corpus_${p}_$n.log"
+        : > "$log"
+        MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 run "$n" "$t" "$log" - "$BIN" "${C[@]}" --set train.fp16_run=$fp16 \
+          --run-dir "$RUNS/${p}_$n" || rc=1
+        [ "$n" -gt 1 ] && grep -m1 "processes" "$log"
+        args+=("$p:$n=$RUNS/${p}_$n:$log")
+      done
+    done
+    [ "${#args[@]}" -gt 0 ] && { python3 "$SCALING" corpus --csv "$OUT/nccl_scaling.csv" --steps "$STEPS" \
+      --batch "$CB" --mode "$MODE" "${args[@]}" || rc=1; }
+    if [ "$CB" -eq 32 ] && [ "${counts[-1]}" -ge 4 ]; then
+      echo "(corpus: 32 per process, as issue 31 specifies: the targets' per-GPU work; a smaller batch would change"
+      echo " the one-GPU baseline too. With 4 or 8 ranks the training utterances make few steps an epoch (the"
+      echo " steps/epoch above): the sampler repeats batches so that no rank goes without one, and all ranks of a"
+      echo " step pad to the longest of N neighbouring batches, so these counts measure that padding as well as"
+      echo " the scaling. NCCL_CORPUS_BATCH=8 runs every count with 8 per process.)"
+    fi
+    rm -rf "$RUNS"
+  else
+    echo "nccl.sh: needs $BIN (TARGETS=train) and $CORPUS (carried) for the corpus part, skipped"
+  fi
+fi
+[ -s "$OUT/nccl_scaling.csv" ] && echo "nccl.sh: $OUT/nccl_scaling.csv"
 exit $rc
