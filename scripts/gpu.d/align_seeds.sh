@@ -8,8 +8,8 @@
 # ALIGN_DEVICE (cuda) and scores it against espeak-ng's word timings: one CSV line per run, to
 # $OUT/align_seeds.csv. ALIGN_CHOICES picks token choices ("chars blank"); with ALIGN_EDGE_AB=1
 # each run is also aligned with --silence-edge-ms 0 (word edges at the silence not pulled in), a second
-# line whose tokens read "<choice>-edge0"; with ALIGN_RECENTRE_AB=1, also with --no-recentre
-# (MAS's boundaries as they are), a line "<choice>-mas". Every run's TextGrids come back in
+# line whose tokens read "<choice>-edge0"; with ALIGN_RECENTRE_AB=1, also with --recentre
+# (boundaries moved by the offset the spectral change tells), a line "<choice>-recentred". Every run's TextGrids come back in
 # $OUT/align_seeds_textgrids.tgz (<label>_<seed>/), to score again without the GPU.
 # ALIGN_CONFIG trains another config (configs/quickstart.yaml), ALIGN_SET adds overrides to
 # every run ("key=value ..."). ALIGN_ENSEMBLE=N also aligns each N consecutive seeds' runs
@@ -53,7 +53,7 @@ for name in $CHOICES; do
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))
     align_and_score "$name"
     [ "${ALIGN_EDGE_AB:-0}" = 1 ] && align_and_score "$name-edge0" --silence-edge-ms 0
-    [ "${ALIGN_RECENTRE_AB:-0}" = 1 ] && align_and_score "$name-mas" --no-recentre
+    [ "${ALIGN_RECENTRE_AB:-0}" = 1 ] && align_and_score "$name-recentred" --recentre
     if [ "${ALIGN_ENSEMBLE:-0}" -gt 1 ]; then
       mkdir -p "$W/kept"
       mv "$ckpt" "$W/kept/${name}_$seed.pt"
