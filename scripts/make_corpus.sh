@@ -54,7 +54,7 @@ render() {
   sum=$(printf '%s|%s|%s|%s' "$RENDERER" "$VOICE" "$SPEED" "$text" | md5sum | cut -c1-32)
   words="$OUT/words/$id.tsv"
   if [[ -s "$OUT/wavs/$id.wav" && "$(cat "$OUT/.sums/$id" 2>/dev/null)" == "$sum" &&
-        ("$RENDERER" != speak || -s "$words") ]]; then return 0; fi
+        ("$RENDERER" != speak || -s "$words") ]]; then echo kept; return 0; fi
   tmp="$OUT/wavs/.$id.tmp.wav"
   if [[ "$RENDERER" == speak ]]; then
     "$SPEAK" --text="$text" -v "$VOICE" -s "$SPEED" --wav "$tmp" --words "$words.tmp"
@@ -67,11 +67,25 @@ render() {
   fi
   mv "$tmp" "$OUT/wavs/$id.wav"
   printf '%s' "$sum" > "$OUT/.sums/$id"
-  echo x
+  echo rendered
 }
 export -f render
 start=$(date +%s%N)
-rendered=$(seq 1 "$n_total" | xargs -P "$JOBS" -I{} bash -c 'render {}' | wc -l)
+# One line per sentence comes back (rendered or kept); a progress line every EVERY of them, so
+# that the ~2 minutes of a first render on two cores show from their first second.
+EVERY=${MONOFLOW_CORPUS_PROGRESS_EVERY:-25}
+echo "make_corpus: rendering $n_total sentences into $OUT with $RENDERER ($JOBS jobs; up-to-date wavs are kept)"
+shopt -s lastpipe  # the loop below runs in this shell, so that its counts stay; pipefail keeps failures
+rendered=0
+done_count=0
+seq 1 "$n_total" | xargs -P "$JOBS" -I{} bash -c 'set -eo pipefail; render {}' | while IFS= read -r what; do
+  done_count=$((done_count + 1))
+  [[ "$what" == rendered ]] && rendered=$((rendered + 1))
+  if ((done_count % EVERY == 0 || done_count == n_total)); then
+    printf 'make_corpus: %d/%d sentences (%d rendered, %d s)\n' "$done_count" "$n_total" "$rendered" \
+      $((($(date +%s%N) - start) / 1000000000))
+  fi
+done
 
 # metadata.csv, written atomically
 tmp_meta="$OUT/.metadata.csv.tmp"

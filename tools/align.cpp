@@ -44,16 +44,17 @@ int main(int argc, char** argv) {
   app.add_option("--config", o.config, "config to use instead of the checkpoint's snapshot (same model section)");
   app.add_option("--set", o.overrides, "config override key=value (e.g. data.on_bad_line=error)");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (MAS: cuda-fast on a GPU, cpu on the CPU)");
-  app.add_option("--batch-size", o.batch_size, "utterances per forward pass (default: the config's train.batch_size)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--cache-dir", o.cache_dir, "feature cache (default: the config's, i.e. the run's cache)");
+  app.add_option("--batch-size", o.batch_size, "utterances per forward pass")
+      ->check(CLI::PositiveNumber)
+      ->default_str("train.batch_size");
+  app.add_option("--cache-dir", o.cache_dir, "feature cache")->default_str("data.cache_dir (the run's cache)");
   app.add_option("--min-pause-ms", o.min_pause_ms,
-                 "a gap between two words this long or longer is a pause interval; shorter ones are split (40)");
+                 "a gap between two words this long or longer is a pause interval; shorter ones are split");
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
                  "move the first word's start after a leading silence and the last word's end before the "
-                 "trailing silence this far into the word, for the mel window's reach (default: half of "
-                 "data.win_length, 23.2 ms at 1024 samples and 22050 Hz; 0: off)")
-      ->check(CLI::NonNegativeNumber);
+                 "trailing silence this far into the word, for the mel window's reach (0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("half of data.win_length: 23.2 ms at 1024 samples and 22050 Hz");
   app.add_flag("--recentre,!--no-recentre", o.recentre,
                "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "

@@ -23,25 +23,29 @@ int main(int argc, char** argv) {
   using namespace monoflow;
   CLI::App app{"Inference benchmark (docs/design.md): one sentence to mel, ms per call."};
   std::string config_path = "configs/ljspeech.yaml", device_arg = "auto", csv_path;
-  std::vector<std::string> precisions, modes;
+  std::vector<std::string> precisions, modes, overrides;
   train::InferBenchOptions o;
   app.add_option("--config", config_path, "config whose model section is benchmarked");
-  app.add_option("--precisions", precisions, "tf32, fp32, bf16 (default: tf32,bf16 on a GPU, fp32 on the CPU)")
-      ->delimiter(',');
-  app.add_option("--modes", modes, "eager, graph (default: eager,graph on a GPU, eager on the CPU)")->delimiter(',');
+  app.add_option("--set", overrides, "config override key=value (not the benchmark when model keys change)");
+  app.add_option("--precisions", precisions, "tf32, fp32, bf16")
+      ->delimiter(',')
+      ->default_str("tf32,bf16 on a GPU, fp32 on the CPU");
+  app.add_option("--modes", modes, "eager, graph")
+      ->delimiter(',')
+      ->default_str("eager,graph on a GPU, eager on the CPU");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
   app.add_option("--csv", csv_path, "also write the CSV here");
-  app.add_option("--batch", o.batch, "utterances at once, all the same sentence (1)")->check(CLI::PositiveNumber);
+  app.add_option("--batch", o.batch, "utterances at once, all the same sentence")->check(CLI::PositiveNumber);
   app.add_option("--symbols", o.symbols, "input symbols (spec: 100)")->check(CLI::PositiveNumber);
   app.add_option("--frames", o.target_frames, "output frames the length scale aims at (spec: 1800)")
       ->check(CLI::PositiveNumber);
   app.add_option("--calls", o.setup.timed, "timed calls (spec: 20)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.setup.warmup, "warm-up calls (spec: 3)")->check(CLI::NonNegativeNumber);
   return cli_main(app, argc, argv, CliStyle("bench_inference"), [&] {
-    o.setup.config = train::load_config(config_path, {});
-    o.setup.device = train::resolve_device(device_arg);
+    o.setup.config = train::load_config(config_path, overrides);
+    o.setup.device = train::resolve_device(device_arg, "--device");
     const torch::Device& device = o.setup.device;
-    const bool spec = o.symbols == 100 && o.batch == 1 && o.target_frames == 1800 && o.setup.timed == 20 &&
+    const bool spec = overrides.empty() && o.symbols == 100 && o.batch == 1 && o.target_frames == 1800 && o.setup.timed == 20 &&
                       o.setup.warmup == 3 && config_path.size() >= 13 &&
                       config_path.compare(config_path.size() - 13, 13, "ljspeech.yaml") == 0;
     if (precisions.empty()) {

@@ -39,10 +39,10 @@ struct Args {
 
 // The command line. Lists arrive as comma-separated text and are checked in parse_lists.
 void add_options(CLI::App& app, Args& a, std::string& backends, std::string& point) {
-  app.add_option("--backends", backends, "comma-separated MAS backends (default: cpu,cuda,cuda-fast)");
+  app.add_option("--backends", backends, "comma-separated MAS backends")->default_str("cpu,cuda,cuda-fast");
   app.add_option("--csv", a.csv, "also write the CSV here");
-  app.add_option("--repeats", a.repeats, "timed runs per point (at least 1; default 10)");
-  app.add_option("--cpu-max-text", a.cpu_max_text, "the cpu backend runs T <= this (default 2048)");
+  app.add_option("--repeats", a.repeats, "timed runs per point (at least 1)");
+  app.add_option("--cpu-max-text", a.cpu_max_text, "the cpu backend runs T <= this");
   app.add_option("--point", point, "B,T,S: that shape alone (e.g. under a profiler)");
   app.add_flag("--quick", a.quick, "B=16, T <= 512 only");
 }

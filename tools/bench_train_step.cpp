@@ -46,10 +46,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   app.add_option("--config", config_path, "config whose model section is benchmarked");
   app.add_option("--set", overrides, "config override key=value (not the benchmark when model keys change)");
-  app.add_option("--backends", backends_arg, "comma-separated MAS backends (default: all available)");
-  app.add_option("--precisions", precisions_arg, "comma-separated: tf32, fp32, bf16 (default: tf32,bf16 on a GPU, fp32 on the CPU)");
+  app.add_option("--backends", backends_arg, "comma-separated MAS backends")->default_str("all available");
+  app.add_option("--precisions", precisions_arg, "comma-separated: tf32, fp32, bf16")
+      ->default_str("tf32,bf16 on a GPU, fp32 on the CPU");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
-  app.add_option("--modes", modes_arg, "comma-separated: eager, graph, graph-fixed (graph without measured bucket lengths; default: eager,graph on a GPU, eager on the CPU)");
+  app.add_option("--modes", modes_arg, "comma-separated: eager, graph, graph-fixed (graph without measured bucket lengths)")
+      ->default_str("eager,graph on a GPU, eager on the CPU");
   app.add_option("--csv", csv_path, "also write the CSV here");
   app.add_option("--profile", profile_prefix,
                  "after each row's timed steps, profile 3 more with Kineto into PREFIX_<backend>_<precision>_<mode>.json "
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
     train::StepBenchOptions o;
     train::BenchSetup& setup = o.setup;
     setup.config = train::load_config(config_path, overrides);
-    setup.device = train::resolve_device(device_arg);
+    setup.device = train::resolve_device(device_arg, "--device");
     const train::DistributedOptions dist_options = train::distributed_options_from_env();
     if (dist_options.world_size > 1 && setup.device.is_cuda()) {
       setup.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_options.local_rank));

@@ -10,7 +10,10 @@
 //   }
 //
 // cli_main parses the command line (CLI11's messages and exit codes, --help exits 0) and runs
-// the body. What escapes the body becomes a message on stderr and an exit code:
+// the body. --help shows each option's default: the value its variable holds when cli_main is
+// called (an option whose default means something else, e.g. -1 for "the config's", says so
+// with ->default_str("train.batch_size"), which is kept). What escapes the body becomes a
+// message on stderr and an exit code:
 //   monoflow::UserError / FileError  "<tool>: error: <what>"           exit 1
 //   c10::Error                       "<tool>: internal error: <what>"  exit 3 (no backtrace)
 //   any other std::exception         "<tool>: error: <what>"           exit 3
@@ -83,11 +86,22 @@ int run_cli_body(const CliStyle& style, Body&& body) {
   }
 }
 
+// Fills every option's default shown by --help from its variable's value now, unless the
+// option names its default itself. An empty list shows nothing, as an empty string does.
+inline void show_defaults(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (!option->get_default_str().empty()) continue;
+    option->capture_default_str();
+    if (option->get_default_str() == "[]" || option->get_default_str() == "{}") option->default_str("");
+  }
+}
+
 // Parses argv with `app` (on failure: CLI11's message and exit code, or style's usage exit
 // code), then runs `body` under run_cli_body.
 template <class Body>
 int cli_main(CLI::App& app, int argc, char** argv, const CliStyle& style, Body&& body) {
   install_crash_report(style.tool().c_str());
+  show_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

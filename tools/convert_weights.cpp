@@ -6,7 +6,8 @@
 //        monoflow's GlowTTS (strictly: every key, every shape) and optionally writes it back out.
 //   Out: convert_weights --to-official ckpt_*.pt OUT.pth [--checkpoint]
 //        writes a monoflow checkpoint's model as the official state_dict (or, with --checkpoint,
-//        the dict utils.load_checkpoint reads: {'model', 'iteration', 'learning_rate'}).
+//        the dict utils.load_checkpoint reads: {'model', 'iteration', 'learning_rate'}, where
+//        iteration is the epochs the run had completed, as the official train.py reads it).
 #include <iostream>
 #include <string>
 
@@ -59,7 +60,10 @@ int main(int argc, char** argv) {
                "optionally writes it (OUT.pt) as a state_dict or, with --checkpoint, as\n"
                "{'model', 'iteration', 'learning_rate'}. dilation_rate is not visible in the shapes\n"
                "(ljspeech: 1). With --to-official, reads a monoflow checkpoint (ckpt_*.pt) instead and\n"
-               "writes its model in the official format, for FlowGenerator.load_state_dict(strict=True)."};
+               "writes its model in the official format, for FlowGenerator.load_state_dict(strict=True).\n"
+               "The official 'iteration' is an epoch count (train.py saves G_<epoch>.pth and resumes at epoch\n"
+               "iteration + 1, learning-rate step iteration x len(train_loader)): --to-official --checkpoint\n"
+               "writes the epochs the monoflow run had completed, not its step."};
   app.add_option("in", in, "official state_dict or checkpoint (IN.pth); with --to-official a monoflow ckpt_*.pt")
       ->required();
   app.add_option("out", out, "write the weights here (OUT.pt / OUT.pth)");
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
                "IN is a monoflow checkpoint: write its model as an official Glow-TTS state_dict (OUT required)");
   app.add_flag("--checkpoint", checkpoint,
                "write the official checkpoint dict ({'model', 'iteration', 'learning_rate'}, what the official "
-               "utils.load_checkpoint reads) instead of a bare state_dict");
+               "utils.load_checkpoint reads; iteration = epochs completed) instead of a bare state_dict");
   app.add_option("--dilation-rate", dilation_rate, "the model's dilation_rate (not visible in the shapes)");
   app.add_flag("--keys", print_keys, "print every key and shape");
   return cli_main(app, argc, argv, CliStyle("convert_weights").user_label("").usage_exit_code(2), [&] {
@@ -82,9 +86,14 @@ int main(int argc, char** argv) {
       const models::StateDict weights = train::read_checkpoint_weights(in, &state);
       auto model = model_of(weights, dilation_rate, in);
       print_summary(in, weights, model);
-      models::export_official_weights(*model, out, checkpoint, state.step, snapshot_learning_rate(state, in));
+      const int64_t epochs = train::completed_epochs(state);
+      models::export_official_weights(*model, out, checkpoint, epochs, snapshot_learning_rate(state, in));
       std::cout << "wrote " << out << " (official "
-                << (checkpoint ? "checkpoint dict, iteration " + std::to_string(state.step) : std::string("state_dict"))
+                << (checkpoint ? "checkpoint dict, iteration " + std::to_string(epochs) + ": the " +
+                                     std::to_string(epochs) + " epoch(s) completed by step " +
+                                     std::to_string(state.step) + "; the official train.py resumes at epoch " +
+                                     std::to_string(epochs + 1)
+                               : std::string("state_dict"))
                 << ")\n";
       return 0;
     }

@@ -69,20 +69,25 @@ int main(int argc, char** argv) {
   bool force = false;
   std::string npy_out;
   CLI::App app{"Fill the monoflow feature cache (mel spectrograms) for a dataset"};
-  app.add_option("--config,-c", config_path, "YAML config whose data section sets the features (default: defaults)");
+  app.add_option("--config,-c", config_path, "YAML config whose data section sets the features")
+      ->default_str("none: the defaults");
   app.add_option("--set", overrides, "override a config key: --set data.hop_length=200 (repeatable)");
   app.add_option("--dataset-dir", dataset_dir, "LJSpeech-layout folder (data.dataset_dir)");
-  app.add_option("--cache-dir", cache_dir, "feature cache folder (data.cache_dir; default <run.dir>/cache)");
-  app.add_option("-j,--jobs", jobs, "worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  app.add_option("--cache-dir", cache_dir, "feature cache folder (data.cache_dir)")
+      ->default_str("<run.dir>/cache");
+  app.add_option("-j,--jobs", jobs, "worker threads")
+      ->check(CLI::PositiveNumber)
+      ->default_str("all cores");
   app.add_flag("--force", force, "recompute entries that are already cached");
   app.add_option("--npy-out", npy_out,
                  "also write each utterance's mel as DIR/<id>.npy (float32 [n_mels, frames]) and its token ids "
                  "in DIR/tokens.tsv, as training reads them");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("preprocess").blank_line(), [&] {
-    if (!dataset_dir.empty()) overrides.push_back("data.dataset_dir=" + dataset_dir);
-    if (!cache_dir.empty()) overrides.push_back("data.cache_dir=" + cache_dir);
-    const train::Config config = config_path.empty() ? train::parse_config("", "defaults", overrides)
-                                                     : train::load_config(config_path, overrides);
+    std::vector<train::FlagOverride> flags;
+    if (!dataset_dir.empty()) flags.push_back({"--dataset-dir", "data.dataset_dir=" + dataset_dir});
+    if (!cache_dir.empty()) flags.push_back({"--cache-dir", "data.cache_dir=" + cache_dir});
+    const train::Config config = config_path.empty() ? train::parse_config("", "defaults", overrides, flags)
+                                                     : train::load_config(config_path, overrides, flags);
     const data::DataOptions o = train::data_options(config);
     // The features need no text; the export writes the tokens too.
     std::shared_ptr<const monoflow::text::TextProcessor> text;

@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--text", text, "what to say")->required();
   app.add_option("--wav", wav, "output WAV (mono, 16-bit, espeak-ng's rate: 22050 Hz)")->required();
   app.add_option("--words", words, "also write the word timings: word, start s, end s (TSV with a header)");
-  app.add_option("--voice,-v", o.voice, "espeak-ng voice or language (en-us)");
-  app.add_option("--speed,-s", o.words_per_minute, "words per minute, 80..450 (160)");
+  app.add_option("--voice,-v", o.voice, "espeak-ng voice or language");
+  app.add_option("--speed,-s", o.words_per_minute, "words per minute, 80..450");
   return cli_main(app, argc, argv, CliStyle("speak"), [&] {
     const text::Speech s = text::speak(text, o);
     if (s.samples.empty()) throw UserError("--text '" + text + "': espeak-ng produced no audio");

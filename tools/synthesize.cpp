@@ -30,32 +30,36 @@ int main(int argc, char** argv) {
   app.add_option("--config,-c", o.config,
                  "YAML config of the model and text front-end: required for an official checkpoint; replaces a "
                  "monoflow checkpoint's config snapshot");
+  app.add_option("--set", o.overrides,
+                 "override a key of that config (or of the checkpoint's snapshot), as train's --set: "
+                 "--set data.cmudict_path=data/cmudict/cmudict.dict (repeatable)");
   auto* text_option = app.add_option("--text", o.text, "what to say");
   auto* file_option = app.add_option(
       "--text-file", text_file,
       "say every line of FILE ('text', or 'id|...|text' as in an LJSpeech metadata.csv): <id>.wav in --out-dir");
   text_option->excludes(file_option);
-  app.add_option("--out-dir", out_dir, "with --text-file: the folder of the wavs, created if missing (synth)");
+  app.add_option("--out-dir", out_dir, "with --text-file: the folder of the wavs, created if missing");
   app.add_option("--batch-size", batch_size,
-                 "with --text-file: lines synthesized at once, longest first (16); the output does not depend on it")
+                 "with --text-file: lines synthesized at once, longest first; the output does not depend on it")
       ->check(CLI::PositiveNumber);
   app.add_flag("--mels", mels, "with --text-file: also write each mel as <id>.npy (float32 [n_mels, frames])");
-  app.add_option("--out,-o", out, "output wav");
+  app.add_option("--out,-o", out, "output wav of --text");
   app.add_option("--mel-out", mel_out,
                  "also write the generated log-mel [n_mels, frames] as float32 .npy, for a neural vocoder");
   app.add_option("--mel-png", mel_png, "also write the generated mel as a PNG");
   app.add_option("--vocoder", o.vocoder,
                  "TorchScript vocoder (torch.jit.save of a generator taking [1, n_mels, frames]) instead of Griffin-Lim");
   app.add_option("--speaker", o.speaker, "speaker id of a multi-speaker model (0 .. n_speakers - 1)")
+      ->default_str("none")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--align-png", align_png, "also write the alignment as a PNG");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N");
-  app.add_option("--noise-scale", o.noise_scale, "prior noise scale (0.667)");
-  app.add_option("--length-scale", o.length_scale, "speaking-rate scale (1.0; larger is slower; at most 10)");
-  app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations (32)");
+  app.add_option("--noise-scale", o.noise_scale, "prior noise scale");
+  app.add_option("--length-scale", o.length_scale, "speaking-rate scale (larger is slower; at most 10)");
+  app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations");
   app.add_option("--seed", o.seed, "seed of the prior noise and the initial phases");
   app.add_option("--max-frames", o.max_frames,
-                 "refuse a text predicted to need more mel frames (30000, ~6 min at 22050 Hz)");
+                 "refuse a text predicted to need more mel frames (30000: ~6 min at 22050 Hz)");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("synthesize"), [&] {
     if (text_option->count() == 0 && file_option->count() == 0) throw monoflow::UserError("give --text or --text-file");
     if (file_option->count() > 0) {
@@ -86,8 +90,8 @@ int main(int argc, char** argv) {
     if (!r.unknown_report.empty()) std::fprintf(stderr, "warning: %s\n", r.unknown_report.c_str());
     monoflow::train::write_file(out, monoflow::train::encode_wav16(r.audio, r.sample_rate));
     if (!mel_out.empty()) monoflow::train::write_file(mel_out, monoflow::train::encode_npy_float32(r.mel));
-    if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_plot(r.mel, {"frame", "mel channel", 0}).bytes);
-    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_plot(r.alignment, {"frame", "token", 240}).bytes);
+    if (!mel_png.empty()) monoflow::train::write_file(mel_png, monoflow::train::render_plot(r.mel, {"frame", "mel channel", 0, "generated mel"}).bytes);
+    if (!align_png.empty()) monoflow::train::write_file(align_png, monoflow::train::render_plot(r.alignment, {"frame", "token", 240, "alignment (predicted durations)"}).bytes);
     std::fprintf(stderr, "wrote %s: %.2f s of audio (%lld mel frames, checkpoint step %lld)\n", out.c_str(),
                  static_cast<double>(r.audio.numel()) / r.sample_rate, static_cast<long long>(r.mel.size(1)),
                  static_cast<long long>(r.step));

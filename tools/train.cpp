@@ -66,17 +66,20 @@ int main(int argc, char** argv) {
                "run every available MAS backend on each step's log-likelihood, require identical paths, log times");
   app.add_option("--run-dir", run_dir, "run directory (run.dir)");
   app.add_option("--max-steps", max_steps, "stop after this many optimizer steps in total (train.max_steps)")
-      ->check(whole_number_at_least_one());
-  app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint")
+      ->check(whole_number_at_least_one())
+      ->default_str("train.max_steps");
+  app.add_option("--max-minutes", max_minutes, "stop after this much wall time, with a checkpoint (0: no limit)")
       ->check(finite_non_negative());
   app.add_flag("--dry-run,--print-config", print_config,
                "load and validate the config (with --set overrides), print the resolved values, exit");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("train").blank_line(), [&] {
-    if (!backend.empty()) overrides.push_back("run.align_backend=" + backend);
-    if (compare_align) overrides.push_back("run.compare_align=true");
-    if (!run_dir.empty()) overrides.push_back("run.dir=" + run_dir);
-    if (max_steps >= 0) overrides.push_back("train.max_steps=" + std::to_string(max_steps));
-    const monoflow::train::Config config = monoflow::train::load_config(config_path, overrides);
+    // the flags that stand for config keys: messages about those keys name the flag
+    std::vector<monoflow::train::FlagOverride> flags;
+    if (!backend.empty()) flags.push_back({"--align-backend", "run.align_backend=" + backend});
+    if (compare_align) flags.push_back({"--compare-align", "run.compare_align=true"});
+    if (!run_dir.empty()) flags.push_back({"--run-dir", "run.dir=" + run_dir});
+    if (max_steps >= 0) flags.push_back({"--max-steps", "train.max_steps=" + std::to_string(max_steps)});
+    const monoflow::train::Config config = monoflow::train::load_config(config_path, overrides, flags);
     const std::string yaml = monoflow::train::to_yaml(config);
     if (print_config) {
       std::cout << yaml;
@@ -89,8 +92,11 @@ int main(int argc, char** argv) {
     options.config_yaml = yaml;
     options.max_minutes = max_minutes;
     const auto summary = monoflow::train::train(config, options);
-    std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),
-                 summary.stop_reason.c_str(), summary.checkpoint.empty() ? "(none)" : summary.checkpoint.c_str());
+    // One line per run: the other ranks of a multi-process run end silently.
+    if (summary.main_rank) {
+      std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),
+                   summary.stop_reason.c_str(), summary.checkpoint.empty() ? "(none)" : summary.checkpoint.c_str());
+    }
     // Stopped by SIGINT/SIGTERM (with its checkpoint): 128 + the signal, as a shell reports a
     // process the signal ended, so that a scheduler can tell it from a finished run.
     return summary.interrupted ? 128 + summary.signal : 0;

@@ -469,4 +469,15 @@ CheckpointState load_checkpoint(const std::string& path, torch::nn::Module& mode
   return opened.state;
 }
 
+int64_t completed_epochs(const CheckpointState& state) {
+  std::istringstream in(state.loader_position);  // "epoch batch", as the trainer writes it
+  int64_t epoch = 0, batch = 0;
+  if (!(in >> epoch >> batch) || epoch < 0 || batch < 0) return state.epoch;
+  // A position of {e, n} with n = the batches of an epoch (the checkpoint followed the epoch's
+  // last step, before the loader moved on to {e + 1, 0}): epoch e is complete too.
+  const int64_t before = state.step - batch;  // the steps of the epochs before this one
+  if (epoch > 0 && before > 0 && before % epoch == 0 && before / epoch == batch) return epoch + 1;
+  return epoch;
+}
+
 }  // namespace monoflow::train

@@ -70,6 +70,15 @@ CheckpointState read_checkpoint_state(const std::string& path);
 std::vector<std::pair<std::string, torch::Tensor>> read_checkpoint_weights(const std::string& path,
                                                                            CheckpointState* state = nullptr);
 
+// The epochs that the run of a checkpoint had completed: what the official Glow-TTS writes as
+// "iteration" (utils.save_checkpoint(..., epoch, "G_<epoch>.pth") after each epoch), and what
+// its train.py reads back on resume: it goes on at epoch iteration + 1, with the learning-rate
+// schedule at step iteration x len(train_loader). That is the loader position's epoch, plus
+// one when the position's batch index shows that epoch had run to its end (the batches per
+// epoch follow from step = epoch x batches + batch when epoch > 0); state.epoch when the
+// position cannot be read. convert_weights --to-official --checkpoint writes it.
+int64_t completed_epochs(const CheckpointState& state);
+
 // What a file given as a checkpoint holds, by its contents: monoflow's own archive (a LibTorch
 // zip; its format tag is checked when it is opened), a Python torch.save file (the official
 // Glow-TTS's G_*.pth and ddi_G.pth, or a state_dict; zip or legacy format), or neither.

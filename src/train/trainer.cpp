@@ -50,8 +50,8 @@ namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// Alignment pictures: frames across, tokens up, rows repeated to at least 240 pixels.
-const PlotLabels kAlignmentAxes{"frame", "token", 240};
+// Alignment pictures: frames across, tokens up, rows repeated to at least 240 pixels; a title.
+PlotLabels alignment_axes(const std::string& title) { return PlotLabels{"frame", "token", 240, title}; }
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -578,10 +578,15 @@ void Trainer::validate_now() {
   }
   const std::string tag = step_tag(step_);
   if (v.align_forward.defined()) {
-    log_image(out_, "val/align_mas", "val_align_" + tag + ".png", render_plot(v.align_forward, kAlignmentAxes), step_);
-    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png", render_plot(v.align_infer, kAlignmentAxes), step_);
+    const std::string at = " (" + v.example_id + ", step " + std::to_string(step_) + ")";
+    log_image(out_, "val/align_mas", "val_align_" + tag + ".png",
+              render_plot(v.align_forward, alignment_axes("MAS alignment" + at)), step_);
+    log_image(out_, "val/align_infer", "val_align_infer_" + tag + ".png",
+              render_plot(v.align_infer, alignment_axes("predicted durations" + at)), step_);
     log_image(out_, "val/mel_target_vs_generated", "val_mel_" + tag + ".png",
-              render_stacked(v.target_mel, v.generated_mel), step_);
+              render_panels({{v.target_mel, "target mel" + at}, {v.generated_mel, "generated mel" + at}},
+                            PlotLabels{"frame", "mel channel", 0, ""}),
+              step_);
   }
   if (v.audio.defined() && v.audio.numel() > 0) {
     const double peak = v.audio.abs().max().item<double>();
@@ -719,7 +724,10 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
   if (image_due && main_) {
     const int64_t t = batch.text_lengths[0].item<int64_t>(), s = r.out.y_lengths[0].item<int64_t>();
     log_image(out_, "train/align", "align_" + step_tag(step_) + ".png",
-              render_plot(r.out.attn[0].slice(0, 0, t).slice(1, 0, s), kAlignmentAxes), step_);
+              render_plot(r.out.attn[0].slice(0, 0, t).slice(1, 0, s),
+                          alignment_axes("MAS alignment (" + (batch.ids.empty() ? "" : batch.ids[0] + ", ") +
+                                         "training step " + std::to_string(step_) + ")")),
+              step_);
   }
   if (val_due) validate_now();
   if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) {
@@ -756,6 +764,7 @@ void Trainer::finish(RunSummary& summary) {
   summary.epoch = loader_->position().epoch;
   summary.skipped = skipped_;
   summary.checkpoint = last_checkpoint_;
+  summary.main_rank = main_;
 }
 
 RunSummary Trainer::run() {

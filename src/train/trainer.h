@@ -7,7 +7,8 @@
 //   tensorboard/           event files
 //   metrics.jsonl          one JSON object per logged step and per validation
 //   images/                align_<step>.png (training batch), val_align_<step>.png,
-//                          val_mel_<step>.png (target above generated)
+//                          val_mel_<step>.png (target above generated: two titled plots
+//                          with axes, on one colour scale)
 //   samples/val_<step>.wav Griffin-Lim rendering of the validation example
 #pragma once
 
@@ -36,6 +37,7 @@ struct RunSummary {
   bool interrupted = false;      // stopped by SIGINT/SIGTERM
   int signal = 0;                // which (interrupted; with several ranks, the one a rank got)
   std::string stop_reason;       // "max_steps", "epochs", "time limit", "signal"
+  bool main_rank = true;         // rank 0 of a multi-process run, or the only process: it reports
 };
 
 // Throws UserError/FileError for what the user can fix (config, data, checkpoints), a

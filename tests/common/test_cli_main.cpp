@@ -64,5 +64,40 @@ TEST(CliMain, StyleSetsTheLabelTheBlankLineAndTheUsageCode) {
   EXPECT_FALSE(ran);
 }
 
+// --help shows what an option is when it is not given: the value of its variable before
+// parsing, or the meaning an option names itself (a sentinel); an empty one shows nothing.
+TEST(CliMain, HelpShowsEachOptionsDefault) {
+  CLI::App app{"test tool"};
+  std::string out = "out.wav", mel_out;
+  int batch = 16;
+  double noise = 0.667;
+  int64_t speaker = -1;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  app.add_option("-o,--out", out, "output wav");
+  app.add_option("--mel-out", mel_out, "also the mel");
+  app.add_option("--batch-size", batch, "lines at once");
+  app.add_option("--noise-scale", noise, "noise");
+  app.add_option("--speaker", speaker, "speaker id")->default_str("none");
+  app.add_option("--set", overrides, "override");
+  app.add_flag("--quiet", quiet, "no progress");
+  show_defaults(app);
+  const std::string help = app.help();
+  for (const std::string shown : {"-o,--out TEXT=out.wav", "--batch-size INT=16", "--noise-scale FLOAT=0.667",
+                                  "--speaker INT=none"}) {
+    EXPECT_NE(help.find(shown), std::string::npos) << shown << "\n" << help;
+  }
+  EXPECT_EQ(help.find("TEXT="), help.find("TEXT=out.wav")) << help;  // --mel-out and --set show none
+  EXPECT_EQ(help.find("=[]"), std::string::npos) << help;
+  EXPECT_EQ(help.find("--quiet="), std::string::npos) << help;
+  // What the user gives still arrives.
+  std::vector<std::string> args{"tool", "-o", "x.wav", "--speaker", "2"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  app.parse(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(out, "x.wav");
+  EXPECT_EQ(speaker, 2);
+}
+
 }  // namespace
 }  // namespace monoflow

@@ -223,6 +223,33 @@ TEST(ConfigErrors, BadOverrides) {
             std::string::npos);
 }
 
+// A tool's flag that stands for a config key (train --max-steps, --run-dir, --align-backend;
+// preprocess --dataset-dir): it wins over --set, and every message about the key names the flag
+// the user typed, not --set or the key alone.
+TEST(ConfigOverrides, AToolsFlagIsNamedInTheMessagesAboutItsKey) {
+  const Config c = parse_config(kMinimal, "t.yaml", {"run.dir=a", "train.max_steps=5"},
+                                {{"--run-dir", "run.dir=b"}, {"--max-steps", "train.max_steps=7"}});
+  EXPECT_EQ(c.run.dir, "b");
+  EXPECT_EQ(c.train.max_steps, 7);
+  EXPECT_EQ(c.origin.at("run.dir"), "--run-dir");
+  auto error_with = [](const std::vector<FlagOverride>& flags) {
+    try {
+      parse_config(kMinimal, "test.yaml", {}, flags);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // a value the key refuses
+  EXPECT_EQ(error_with({{"--align-backend", "run.align_backend=gpu"}}).rfind("--align-backend (run.align_backend): ", 0),
+            0u)
+      << error_with({{"--align-backend", "run.align_backend=gpu"}});
+  EXPECT_EQ(error_with({{"--max-steps", "train.max_steps=-3"}}), "--max-steps (train.max_steps): must be >= 0, got -3");
+  // a value that is wrong only beside another one (the whole config's check)
+  EXPECT_EQ(error_with({{"--sampling-rate", "data.sampling_rate=8000"}, {"--fmax", "data.mel_fmax=7000"}}),
+            "--fmax: data.mel_fmax: must not exceed half of data.sampling_rate (4000 Hz)");
+}
+
 TEST(ConfigErrors, MissingFile) {
   try {
     load_config("/nonexistent/monoflow.yaml");

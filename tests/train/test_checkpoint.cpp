@@ -100,6 +100,25 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
 }
 
+// The official Glow-TTS's "iteration" is the epochs completed (G_<epoch>.pth after each epoch):
+// convert_weights --to-official --checkpoint writes it from the loader's position.
+TEST(Checkpoint, CompletedEpochsIsWhatTheOfficialIterationCounts) {
+  auto at = [](int64_t step, const std::string& position, int64_t epoch = 0) {
+    CheckpointState s;
+    s.step = step;
+    s.loader_position = position;
+    s.epoch = epoch;
+    return completed_epochs(s);
+  };
+  EXPECT_EQ(at(42, "4 2"), 4);     // 10 batches an epoch: step 42 is batch 2 of the fifth epoch
+  EXPECT_EQ(at(40, "4 0"), 4);     // the fifth epoch has not started
+  EXPECT_EQ(at(50, "4 10"), 5);    // its last batch done, the loader not yet moved on
+  EXPECT_EQ(at(7, "0 7"), 0);      // within the first epoch (its length unknown)
+  EXPECT_EQ(at(300, "3 0"), 3);
+  EXPECT_EQ(at(12, "", 2), 2);     // no position: the state's epoch
+  EXPECT_EQ(at(12, "x y", 1), 1);
+}
+
 TEST(Checkpoint, ListNewestAndPruneKeepsK) {
   TempDir dir;
   Tiny m;

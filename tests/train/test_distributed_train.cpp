@@ -251,6 +251,10 @@ TEST_F(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   const std::string out = testing::run_command(command, &status);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("2 processes (gloo)"), std::string::npos) << out;
+  // one `done:` line for the run, rank 0's
+  size_t done_lines = 0;
+  for (size_t at = out.find("done: "); at != std::string::npos; at = out.find("done: ", at + 1)) ++done_lines;
+  EXPECT_EQ(done_lines, 1u) << out;
 
   // Rank 0's checkpoint of the last step loads, and rank 1 ended with the same weights.
   const std::string ckpt = run_dir + "/checkpoints/" + checkpoint_filename(4);

@@ -190,7 +190,9 @@ std::string monoflow_checkpoint(const TempDir& dir, Config* config) {
   models::GlowTTS model = testing::tiny_model(*config);
   torch::optim::Adam adam(model->parameters());
   CheckpointState s;
-  s.step = 42;
+  s.step = 42;  // epoch 5 (0-based 4) at batch 2 of 10: 4 epochs completed
+  s.epoch = 4;
+  s.loader_position = "4 2";
   s.scheduler = config->train.scheduler;
   s.config_yaml = to_yaml(*config);
   s.rng = capture_rng();
@@ -229,7 +231,7 @@ TEST_F(OfficialIn, ConvertWeightsToOfficialWritesWhatTorchLoadReads) {
       std::string lr;
       lines >> key >> iteration >> lr;
       EXPECT_EQ(key, "meta");
-      EXPECT_EQ(iteration, 42);
+      EXPECT_EQ(iteration, 4);  // the official train.py reads an epoch count: resumes at epoch 5, not 43
       EXPECT_EQ(std::strtod(lr.c_str(), nullptr), c.train.learning_rate);
     }
     size_t i = 0;

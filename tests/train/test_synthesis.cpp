@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -158,6 +159,48 @@ TEST_F(Synthesis, TheToolExitsOneWithTheMessage) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
   EXPECT_NE(out.find("warning: "), std::string::npos) << out;
   EXPECT_NE(out.find("U+65E5"), std::string::npos) << out;
+}
+
+// The day-one rough edges of the tool's command line: --set overrides the checkpoint's config
+// (it was rc 109, an unknown option), --help shows the defaults (-o out.wav), and a --device
+// the machine lacks is named as the flag typed, not as the config key run.device.
+TEST_F(Synthesis, TheToolTakesSetShowsDefaultsAndNamesItsFlags) {
+  const std::string exe = std::string(MONOFLOW_SYNTHESIZE_EXE) + " --checkpoint " + *checkpoint_ +
+                          " --text hello --griffin-lim-iters 2 --out " + (*dir_ / "set.wav");
+  int status = 0;
+  // data.sampling_rate of the snapshot, overridden: the wav's header says the new rate.
+  std::string out = testing::run_command(exe + " --device cpu --set data.sampling_rate=16000 --set data.mel_fmax=7000 2>&1",
+                                         &status);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  std::ifstream wav(*dir_ / "set.wav", std::ios::binary);
+  char header[28] = {};
+  wav.read(header, sizeof header);
+  uint32_t rate = 0;
+  std::memcpy(&rate, header + 24, 4);
+  EXPECT_EQ(rate, 16000u);
+  out = testing::run_command(exe + " --device cpu --set data.sampling_rat=16000 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("--set data.sampling_rat: unknown key"), std::string::npos) << out;
+
+  out = testing::run_command(std::string(MONOFLOW_SYNTHESIZE_EXE) + " --help 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  // each option's line of --help ends its type with "=<default>" ("INT:POSITIVE=16")
+  auto line_of = [&](const std::string& option) {
+    const size_t at = out.find("  " + option);
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  for (const auto& [option, shown] : std::vector<std::pair<std::string, std::string>>{
+           {"-o,--out", "=out.wav"}, {"--out-dir", "=synth"}, {"--batch-size", "=16"}, {"--noise-scale", "=0.667"},
+           {"--device", "=auto"}, {"--speaker", "=none"}, {"--max-frames", "=30000"}}) {
+    EXPECT_NE(line_of(option).find(shown), std::string::npos) << option << ": " << line_of(option) << "\n" << out;
+  }
+
+  if (torch::cuda::is_available()) return;  // the message below is for a machine without a GPU
+  out = testing::run_command(exe + " --device cuda 2>&1", &status);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find("synthesize: error: --device: 'cuda' but no CUDA GPU is visible"), std::string::npos) << out;
+  EXPECT_NE(out.find("use --device cpu or auto"), std::string::npos) << out;
+  EXPECT_EQ(out.find("run.device"), std::string::npos) << out;
 }
 
 TEST_F(Synthesis, ASingleSpeakerModelRefusesASpeaker) {

@@ -117,6 +117,17 @@ TEST(Trainer, WritesCheckpointsImagesSamplesAndTensorBoard) {
   }
   EXPECT_EQ(testing::read_text(run_dir + "/images/align_000000003.png").substr(1, 3), "PNG");
   EXPECT_EQ(testing::read_text(run_dir + "/samples/val_000000006.wav").substr(0, 4), "RIFF");
+  // val_mel: two plots with axes and titles (target over generated), not two bare heatmaps
+  // (n_mels + 1 + n_mels rows): each mel has its margins around it.
+  const std::string mel_png = testing::read_text(run_dir + "/images/val_mel_000000006.png");
+  ASSERT_GT(mel_png.size(), 24u);
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = v << 8 | static_cast<uint8_t>(mel_png[at + i]);
+    return static_cast<int64_t>(v);
+  };
+  const int64_t n_mels = c.data.mel.n_mel_channels;
+  EXPECT_GE(be32(20), 2 * n_mels + 2 * 50) << "height";  // IHDR: width at 16, height at 20
 
   // TensorBoard reads back the logged values.
   int status = 0;

@@ -153,7 +153,7 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
     frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
   }
   write_file(stem + ".npy", encode_npy_int32(frames));
-  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240}).bytes);
+  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240, "MAS alignment (" + u.id + ")"}).bytes);
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   const auto start = Clock::now();
   const Config c = alignment_config(o);
   const data::DataOptions d = alignment_data_options(c, o);
-  const torch::Device device = resolve_device(o.device);
+  const torch::Device device = resolve_device(o.device, "--device");
   align::MasOptions mas;
   mas.backend = resolve_backend("auto", device);  // cuda-fast on a GPU (else cuda); cpu on the CPU
 

@@ -64,7 +64,7 @@ std::string where(const Config& config, const std::string& key) {
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& source,
-                    const std::vector<std::string>& overrides) {
+                    const std::vector<std::string>& overrides, const std::vector<FlagOverride>& flags) {
   Config config;
   config.source = source;
   YAML::Node root;
@@ -75,35 +75,39 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
   }
   read_document(config, root, source);
   for (const auto& o : overrides) apply_override(config, o);
+  for (const auto& f : flags) apply_override(config, f.assignment, f.flag);
   validate(config);
   return config;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   const std::vector<FlagOverride>& flags) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_config(text.str(), path, overrides);
+  return parse_config(text.str(), path, overrides, flags);
 }
 
-void apply_override(Config& config, const std::string& assignment) {
+void apply_override(Config& config, const std::string& assignment, const std::string& flag) {
   const size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UserError("--set " + assignment + ": expected section.key=value, e.g. train.batch_size=16");
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  // "--set train.batch_size", or the tool's flag that stands for the key: "--run-dir (run.dir)"
+  const std::string named = flag.empty() ? "--set " + key : flag + " (" + key + ")";
   const schema::Field* field = schema::find(key);
-  if (!field) throw UserError("--set " + key + ": " + unknown_key_message(key));
+  if (!field) throw UserError(named + ": " + unknown_key_message(key));
   YAML::Node value;
   try {
     value = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw UserError("--set " + key + ": cannot parse value '" + text + "': " + e.msg);
+    throw UserError(named + ": cannot parse value '" + text + "': " + e.msg);
   }
   std::string err = field->assign(config, value);
-  if (!err.empty()) throw UserError("--set " + key + ": " + err);
-  config.origin[key] = "--set";
+  if (!err.empty()) throw UserError(named + ": " + err);
+  config.origin[key] = flag.empty() ? "--set" : flag;
 }
 
 void validate(const Config& c) {

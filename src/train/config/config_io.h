@@ -15,17 +15,26 @@
 
 namespace monoflow::train {
 
+// A config key that a tool's own flag sets (train --run-dir DIR: run.dir=DIR). Every message
+// about the key names the flag the user typed ("--run-dir: run.dir: ..."), not --set.
+struct FlagOverride {
+  std::string flag;        // "--run-dir"
+  std::string assignment;  // "run.dir=DIR"
+};
+
 // Reads a YAML file (sections train, data, model, run; all optional, defaults as config.h),
 // applies the `key=value` overrides in order (values in YAML syntax: 16, true, [0.9, 0.98]),
-// then validates the whole.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// then the flags' (they win over --set), then validates the whole.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const std::vector<FlagOverride>& flags = {});
 
 // Parses YAML text; `source` names it in messages.
 Config parse_config(const std::string& yaml_text, const std::string& source,
-                    const std::vector<std::string>& overrides = {});
+                    const std::vector<std::string>& overrides = {}, const std::vector<FlagOverride>& flags = {});
 
-// Applies one `section.key=value` assignment (no validation across fields).
-void apply_override(Config& config, const std::string& assignment);
+// Applies one `section.key=value` assignment (no validation across fields); its messages name
+// `flag` when given, else "--set <key>".
+void apply_override(Config& config, const std::string& assignment, const std::string& flag = "");
 
 // Cross-field and range checks; throws UserError naming the key (and its line when known).
 void validate(const Config& config);

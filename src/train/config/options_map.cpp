@@ -7,29 +7,34 @@ namespace monoflow::train {
 
 namespace {
 
-torch::Device pick_device(const std::string& name) {
+// `key` is what the user set: a config key ("run.device") or a flag ("--device").
+std::string use(const std::string& key, const std::string& values) {
+  return key.rfind("--", 0) == 0 ? "use " + key + " " + values : "use " + key + ": " + values;
+}
+
+torch::Device pick_device(const std::string& name, const std::string& key) {
   const bool cuda = torch::cuda::is_available();
   if (name == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   if (name == "cpu") return torch::kCPU;
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
     if (!cuda) {
-      throw UserError("run.device: '" + name + "' but no CUDA GPU is visible (or this build has no "
-                      "CUDA); use run.device: cpu or auto");
+      throw UserError(key + ": '" + name + "' but no CUDA GPU is visible (or this build has no CUDA); " +
+                      use(key, "cpu or auto"));
     }
     const torch::Device d(name);
     if (d.has_index() && d.index() >= static_cast<int>(torch::cuda::device_count())) {
-      throw UserError("run.device: '" + name + "' but only " +
-                      std::to_string(torch::cuda::device_count()) + " GPU(s) are visible");
+      throw UserError(key + ": '" + name + "' but only " + std::to_string(torch::cuda::device_count()) +
+                      " GPU(s) are visible");
     }
     return d.has_index() ? d : torch::Device(torch::kCUDA, 0);
   }
-  throw UserError("run.device: unknown device '" + name + "'; use auto, cpu, cuda or cuda:N");
+  throw UserError(key + ": unknown device '" + name + "'; " + use(key, "auto, cpu, cuda or cuda:N"));
 }
 
 }  // namespace
 
-torch::Device resolve_device(const std::string& name) {
-  const torch::Device device = pick_device(name);
+torch::Device resolve_device(const std::string& name, const std::string& key) {
+  const torch::Device device = pick_device(name, key);
   if (device.is_cuda()) apply_default_cuda_allocator_settings();  // before the run allocates there
   return device;
 }

@@ -12,9 +12,10 @@
 namespace monoflow::train {
 
 // run.device: auto (cuda when available, else cpu) | cpu | cuda | cuda:N. UserError naming
-// run.device when CUDA is asked for and absent. Where a GPU is visible, it also applies the
-// allocator defaults (cuda_memory.h) before anything is allocated there.
-torch::Device resolve_device(const std::string& name);
+// `key` (what the user set: run.device, or a tool's flag such as --device) when CUDA is asked
+// for and absent. Where a GPU is visible, it also applies the allocator defaults
+// (cuda_memory.h) before anything is allocated there.
+torch::Device resolve_device(const std::string& name, const std::string& key = "run.device");
 // run.align_backend: auto (cuda-fast, else cuda on a GPU; cpu otherwise) | cpu | cuda |
 // cuda-fast. UserError naming the key when the backend is unavailable, or is a CUDA one while
 // training on the CPU.

@@ -153,15 +153,15 @@ Config synthesis_config(const SynthesisOptions& o) {
                                        "pass --config with the YAML that describes its model and text front-end "
                                        "(configs/ljspeech.yaml for the official LJSpeech model)");
     }
-    return load_config(o.config);
+    return load_config(o.config, o.overrides);
   }
-  if (!o.config.empty()) return load_config(o.config);
+  if (!o.config.empty()) return load_config(o.config, o.overrides);
   const CheckpointState state = read_checkpoint_state(o.checkpoint);
   if (state.config_yaml.empty()) {
     throw FileError(o.checkpoint, 0, "the checkpoint carries no config snapshot; it was not written by train; "
                                      "pass --config");
   }
-  return parse_config(state.config_yaml, o.checkpoint + " (config snapshot)");
+  return parse_config(state.config_yaml, o.checkpoint + " (config snapshot)", o.overrides);
 }
 
 }  // namespace
@@ -180,7 +180,7 @@ struct Synthesizer::Loaded {
   std::unique_ptr<GraphedInference> graphed;
 
   Loaded(const SynthesisOptions& o, Config c)
-      : options(o), config(std::move(c)), device(resolve_device(o.device)), tp(config.text) {}
+      : options(o), config(std::move(c)), device(resolve_device(o.device, "--device")), tp(config.text) {}
 
   // A text's token ids; UserError naming `what` for a text with nothing to say.
   std::vector<int64_t> tokens(const Utterance& u) {

@@ -26,6 +26,9 @@ struct SynthesisOptions {
   // required for an official checkpoint; for a monoflow one it replaces the config snapshot the
   // checkpoint carries (which may name paths of another machine). "" for the snapshot.
   std::string config;
+  // key=value overrides of that config (--set data.cmudict_path=...), applied as train's --set
+  // applies them.
+  std::vector<std::string> overrides;
   std::string text;
   std::string device = "auto";
   double noise_scale = 0.667;
