@@ -37,6 +37,7 @@
 #include "train/log/progress.h"
 #include "train/rng_state.h"
 #include "train/run_dir.h"
+#include "train/resume_check.h"
 #include "train/signals.h"
 #include "train/log/tensorboard.h"
 #include "train/train_step.h"
@@ -139,6 +140,7 @@ class Trainer {
   fs::path dir_, ckpt_dir_;
   std::unique_ptr<text::TextProcessor> text_;
   data::Datasets datasets_;
+  std::string dataset_identity_;  // saved in checkpoints, compared on --resume (resume_check.h)
   std::unique_ptr<data::DataLoader> loader_, val_loader_;
   models::GlowTTS model_{nullptr};
   std::unique_ptr<FusedAdam> optimizer_;
@@ -152,6 +154,7 @@ class Trainer {
   bool ddi_pending_ = false;
   std::string last_checkpoint_;
   std::string resume_path_;
+  DatasetChanges data_changes_;  // --resume: what differs from the checkpoint's data
   // --resume (latest): newer checkpoints found damaged, with why; moved aside by rank 0.
   std::vector<std::pair<std::string, std::string>> damaged_;
   std::string run_id_;  // this run's id, in its checkpoints: pruning deletes only those
@@ -221,6 +224,7 @@ void Trainer::setup() {
   auto lo = loader_options(c_, true);
   lo.rank = dist_->rank();
   lo.world_size = dist_->world_size();
+  dataset_identity_ = dataset_identity(*datasets_.train, *datasets_.validation);
   loader_ = std::make_unique<data::DataLoader>(datasets_.train, lo);
   if (datasets_.validation && datasets_.validation->size() > 0) {
     auto vo = loader_options(c_, false);
@@ -290,6 +294,7 @@ CheckpointState Trainer::checkpoint_state() const {
   s.loader_position = encode_position(loader_->position());
   s.config_yaml = o_.config_yaml;
   s.run_id = run_id_;
+  s.dataset = dataset_identity_;
   s.rng = capture_rng();
   return s;
 }
@@ -390,8 +395,21 @@ void Trainer::restore_or_initialise() {
     last_checkpoint_ = path;
     last_checkpoint_step_ = step_;
     if (!s.config_yaml.empty() && s.config_yaml != o_.config_yaml) {
-      say("note: the config differs from the one the checkpoint was trained with (its snapshot is in " + path +
-          "; the run directory's config.yaml is replaced by the current one)");
+      std::string keys;
+      for (const auto& change : config_changes(s.config_yaml, o_.config_yaml)) keys += (keys.empty() ? "" : ", ") + change;
+      say("note: the config differs from the one the checkpoint was trained with in " + keys + " (its snapshot is in " +
+          path + "; the run directory's config.yaml is replaced by the current one)");
+    }
+    data_changes_ = dataset_changes(s.dataset, dataset_identity_);
+    // Said even when quiet: a run that continues on other data should not look like one run.
+    if (main_ && !data_changes_.training.empty()) {
+      progress_.message("warning: --resume: the training set differs from the checkpoint's: " +
+                        data_changes_.training + "; training goes on with the current one");
+    }
+    if (main_ && !data_changes_.validation.empty()) {
+      progress_.message("warning: --resume: the validation set differs from the checkpoint's: " +
+                        data_changes_.validation + "; validation losses from step " + std::to_string(step_ + 1) +
+                        " on are not comparable with earlier ones (recorded in metrics.jsonl)");
     }
     say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " +
         std::to_string(loader_->position().epoch + 1));
@@ -422,6 +440,13 @@ void Trainer::restore_or_initialise() {
     if (resuming) out_.tb->purge_from(step_ + 1);  // as metrics.jsonl: nothing past the checkpoint
   }
   out_.metrics = std::make_unique<MetricsLog>((dir_ / "metrics.jsonl").string(), resuming);
+  // The curves' reader learns where the data changed (scripts that plot skip "event" lines).
+  if (!data_changes_.training.empty()) {
+    out_.metrics->event(step_, "training set changed", {{"change", data_changes_.training}, {"checkpoint", path}});
+  }
+  if (!data_changes_.validation.empty()) {
+    out_.metrics->event(step_, "validation set changed", {{"change", data_changes_.validation}, {"checkpoint", path}});
+  }
 }
 
 // A run that went on past its last checkpoint (crash, kill -9) left metrics lines for steps
