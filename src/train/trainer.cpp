@@ -39,6 +39,7 @@
 #include "train/run_dir.h"
 #include "train/resume_check.h"
 #include "train/signals.h"
+#include "train/threads.h"
 #include "train/log/tensorboard.h"
 #include "train/train_step.h"
 #include "train/validation.h"
@@ -93,6 +94,7 @@ class Trainer {
   Trainer(const Config& config, const RunOptions& options) : c_(config), o_(options), progress_(stderr) {}
 
   RunSummary run();
+  void set_threads_note(std::string note) { threads_note_ = std::move(note); }
 
  private:
   void setup();
@@ -155,6 +157,7 @@ class Trainer {
   std::string last_checkpoint_;
   std::string resume_path_;
   DatasetChanges data_changes_;  // --resume: what differs from the checkpoint's data
+  std::string threads_note_ = "?";  // how many intra-op threads, and why (threads.h)
   // --resume (latest): newer checkpoints found damaged, with why; moved aside by rank 0.
   std::vector<std::pair<std::string, std::string>> damaged_;
   std::string run_id_;  // this run's id, in its checkpoints: pruning deletes only those
@@ -630,7 +633,8 @@ std::string Trainer::start_line() const {
                      (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") +
                      "; " + std::to_string(datasets_.train->size()) + " training utterances, " +
                      std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
-                     std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string();
+                     std::to_string(model_->parameter_count()) + " parameters; " + threads_note_ +
+                     " intra-op threads; run directory " + dir_.string();
   if (dist_->world_size() == 1) return line;
   return line + "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() + "), batch_size " +
          std::to_string(c_.train.batch_size) + " each, gradients averaged " +
@@ -822,7 +826,10 @@ RunSummary Trainer::run() {
 }  // namespace
 
 RunSummary train(const Config& config, const RunOptions& options) {
+  // Before any tensor op: LibTorch's pool is one thread per core, which fights the loader.
+  const std::string threads = set_intra_op_threads(config.run.threads, config.loader.num_workers);
   Trainer trainer(config, options);
+  trainer.set_threads_note(threads);
   return trainer.run();
 }
 
