@@ -271,12 +271,7 @@ void Trainer::claim_run_directory() {
     progress_.message("--force-new: the previous run in " + dir_.string() + " moved to " + aside);
     return;
   }
-  std::string found;
-  for (const auto& f : evidence) found += (found.empty() ? "" : ", ") + f;
-  throw FileError(dir_.string(), 0, "this run directory holds a run already (" + found +
-                                        "); continue it with --resume, or start a new one with --force-new "
-                                        "(moves the old run into " + (dir_ / "previous-<time>").string() +
-                                        "/), or pick another --run-dir");
+  throw FileError(dir_.string(), 0, holds_run_advice(dir_.string(), evidence));
 }
 
 // The signal that stopped the run, known on every rank (a rank that got none takes its
@@ -322,10 +317,9 @@ std::string Trainer::find_resume_checkpoint() {
   if (o_.resume == "latest") {
     const fs::path dir = fs::path(c_.run.dir) / "checkpoints";
     const std::vector<std::string> all = list_checkpoints(dir.string());
-    if (all.empty()) {
-      throw FileError(dir.string(), 0, "--resume: no checkpoint here to resume from; start without "
-                                       "--resume, or pass --resume PATH");
-    }
+    // The way out depends on why there is none: a trainer still before its first checkpoint
+    // (the lock's message), a run that stopped before one (--force-new), or no run at all.
+    if (all.empty()) throw FileError(c_.run.dir, 0, no_checkpoint_advice(c_.run.dir));
     damaged_.clear();
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
       try {
@@ -778,8 +772,11 @@ void Trainer::finish(RunSummary& summary) {
   dist_->barrier();  // the others end once rank 0's checkpoint is written
   if (!o_.quiet && main_) progress_.finish();
   if (summary.interrupted) {
+    // Before the first step (data scan, DDI) there is no checkpoint and no metrics line: the
+    // directory holds no run, so the way out is the same command, not --resume.
     say("stopped by signal " + std::to_string(summary.signal) + " at step " + std::to_string(step_) +
-        "; resume with --resume");
+        (last_checkpoint_.empty() ? ", before any checkpoint: nothing to resume; start it again without --resume"
+                                  : "; resume with --resume"));
   }
   summary.step = step_;
   summary.epoch = loader_->position().epoch;
