@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -13,14 +14,16 @@
 namespace monoflow::train {
 namespace {
 
-// A value as one line of YAML, cut to stay readable.
-std::string shown(const YAML::Node& n) {
+// A value as one line of YAML.
+std::string flow(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "(not set)";
   YAML::Emitter out;
   out << YAML::Flow << n;
-  std::string s = out.c_str();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  return out.c_str();
 }
+
+// The same, cut to stay readable in a message.
+std::string shown(const std::string& s) { return s.size() > 60 ? s.substr(0, 57) + "..." : s; }
 
 // FNV-1a over the sorted ids: the same set hashes the same in any order.
 std::string id_hash(std::vector<std::string> ids) {
@@ -98,14 +101,14 @@ std::vector<std::string> config_changes(const std::string& before_yaml, const st
     const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
     const YAML::Node b = before[section] ? before[section][name] : YAML::Node();
     const YAML::Node a = after[section] ? after[section][name] : YAML::Node();
-    const std::string bs = shown(b), as = shown(a);
-    if (bs != as) changes.push_back(key + " (" + bs + " -> " + as + ")");
+    const std::string bs = flow(b), as = flow(a);
+    if (bs != as) changes.push_back(key + " (" + shown(bs) + " -> " + shown(as) + ")");
   }
   return changes;
 }
 
-std::string dataset_identity(const data::TtsDataset& train, const data::TtsDataset& validation) {
-  std::vector<std::string> val = ids_of(validation);
+std::string dataset_identity(const data::TtsDataset& train, const data::TtsDataset* validation) {
+  std::vector<std::string> val = validation ? ids_of(*validation) : std::vector<std::string>{};
   std::sort(val.begin(), val.end());
   std::string out = "training " + std::to_string(train.size()) + " " + id_hash(ids_of(train)) + "\nvalidation " +
                     std::to_string(val.size()) + "\n";

@@ -21,7 +21,8 @@ namespace monoflow::train {
 // only one side has is "(not set)" on the other. Unreadable YAML gives one entry "config".
 std::vector<std::string> config_changes(const std::string& before_yaml, const std::string& after_yaml);
 
-std::string dataset_identity(const data::TtsDataset& train, const data::TtsDataset& validation);
+// `validation` may be null (no validation set).
+std::string dataset_identity(const data::TtsDataset& train, const data::TtsDataset* validation);
 
 struct DatasetChanges {
   std::string training;    // "" when the training set has the same ids

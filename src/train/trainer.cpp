@@ -227,7 +227,7 @@ void Trainer::setup() {
   auto lo = loader_options(c_, true);
   lo.rank = dist_->rank();
   lo.world_size = dist_->world_size();
-  dataset_identity_ = dataset_identity(*datasets_.train, *datasets_.validation);
+  dataset_identity_ = dataset_identity(*datasets_.train, datasets_.validation.get());
   loader_ = std::make_unique<data::DataLoader>(datasets_.train, lo);
   if (datasets_.validation && datasets_.validation->size() > 0) {
     auto vo = loader_options(c_, false);
