@@ -2,28 +2,60 @@
 # Data-parallel training on one host: starts N copies of a command, one per GPU (or CPU
 # process), with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 #   scripts/launch.sh 2 ./train --config configs/ljspeech.yaml
-# Rank r uses cuda:r; ranks meet at 127.0.0.1:$MASTER_PORT (default 29500). If one rank fails,
-# the others are stopped and the first failure's exit code is returned.
+# Rank r uses cuda:r; ranks meet at 127.0.0.1:$MASTER_PORT (default 29500).
+# The launcher supervises its ranks until the last one has ended:
+#   - SIGINT/SIGTERM to the launcher (Ctrl-C, a scheduler) is passed to every rank still running
+#     (SIGHUP as SIGTERM), and the launcher waits for them: `train` stops all ranks at one step
+#     with a checkpoint.
+#   - If one rank fails, the others are sent SIGTERM at once (instead of staying blocked in a
+#     collective until the group's timeout).
+#   - Exit status: 0 when every rank finished; 128 + the signal (130, 143) when a signal stopped
+#     them and every rank exited so; otherwise the first failing rank's status.
 set -uo pipefail
 n=${1:?usage: scripts/launch.sh N command [args...]}
 shift
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "launch: N must be a positive integer, got '$n'" >&2; exit 2; }
 export WORLD_SIZE=$n MASTER_ADDR=${MASTER_ADDR:-127.0.0.1} MASTER_PORT=${MASTER_PORT:-29500}
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-pids=()
+
+declare -A running=()  # pid -> rank, for the ranks not yet waited for
+signalled=0            # the signal passed on to the ranks (0: none)
+forward() {
+  signalled=$1
+  ((${#running[@]})) && kill -s "$1" "${!running[@]}" 2>/dev/null
+}
+# Each rank in a process group of its own (job control): Ctrl-C at a terminal reaches the
+# launcher alone, which passes it on once; a rank signalled twice would exit without a checkpoint.
+set -m
+# While the ranks start, a signal is only noted (a trap runs between two commands, so it
+# could fall between a rank's start and its entry in `running`), then passed on once to all.
+trap 'signalled=2' INT
+trap 'signalled=15' TERM HUP
 for ((r = 0; r < n; r++)); do
   RANK=$r LOCAL_RANK=$r "$@" &
-  pids+=($!)
+  running[$!]=$r
 done
-# Whichever rank ends first is seen first (wait -n): a failed rank stops its peers at once
-# instead of leaving them blocked in a collective until the group's timeout.
-rc=0
-for ((left = n; left > 0; left--)); do
-  wait -n
+trap 'forward 2' INT
+trap 'forward 15' TERM HUP  # a closed terminal: the ranks stop with a checkpoint too
+((signalled)) && forward "$signalled"
+
+failed=0       # the first status that is neither 0 nor 128 + the forwarded signal
+interrupted=0  # a rank exited with 128 + the forwarded signal
+while ((${#running[@]})); do
+  # wait -n returns early (pid unset) when a trapped signal arrives; the ranks run on.
+  pid=""
+  wait -n -p pid "${!running[@]}"
   code=$?
-  if [ $code -ne 0 ] && [ $rc -eq 0 ]; then
-    rc=$code
-    kill "${pids[@]}" 2>/dev/null
+  [ -n "${pid:-}" ] || continue
+  unset "running[$pid]"
+  if ((signalled && code == 128 + signalled)); then
+    interrupted=1
+  elif ((code != 0 && failed == 0)); then
+    failed=$code
+    echo "launch: rank exited with status $code; stopping the other ranks" >&2
+    ((${#running[@]})) && kill -s TERM "${!running[@]}" 2>/dev/null
   fi
 done
-exit $rc
+((failed)) && exit "$failed"
+((interrupted)) && exit $((128 + signalled))
+exit 0

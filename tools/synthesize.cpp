@@ -17,6 +17,7 @@
 #include "train/synth/npy.h"
 #include "train/synth/synthesis.h"
 #include "train/synth/wav.h"
+#include "train/threads.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Synthesize speech from text with a monoflow checkpoint (Griffin-Lim, or a TorchScript vocoder)."};
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-frames", o.max_frames,
                  "refuse a text predicted to need more mel frames (30000: ~6 min at 22050 Hz)");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("synthesize"), [&] {
+    monoflow::train::set_intra_op_threads(/*requested: automatic*/ 0, /*loader workers*/ 0);
     if (text_option->count() == 0 && file_option->count() == 0) throw monoflow::UserError("give --text or --text-file");
     if (file_option->count() > 0) {
       if (!mel_out.empty() || !mel_png.empty() || !align_png.empty()) {

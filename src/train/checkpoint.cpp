@@ -169,6 +169,8 @@ void open_checkpoint(const std::string& path, const torch::Device& device, Opene
     out.signature = read_string(a, "model_signature");
     torch::Tensor run_id;  // absent in checkpoints written before run ids
     if (a.try_read("run_id", run_id, /*is_buffer=*/true)) s.run_id = tensor_bytes(run_id);
+    torch::Tensor dataset;  // absent in checkpoints written before dataset identities
+    if (a.try_read("dataset", dataset, /*is_buffer=*/true)) s.dataset = tensor_bytes(dataset);
     torch::serialize::InputArchive rng;
     a.read("rng", rng);
     if (read_int(rng, "has_cpu") != 0) {
@@ -357,6 +359,7 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   write_string(a, "config_yaml", state.config_yaml);
   write_string(a, "model_signature", model_signature(model));
   write_string(a, "run_id", state.run_id);
+  write_string(a, "dataset", state.dataset);
 
   torch::serialize::OutputArchive weights;
   for (const auto& p : model.named_parameters(true)) weights.write(p.key(), p.value());

@@ -26,6 +26,7 @@ struct CheckpointState {
   std::string loader_position;    // the data loader's saved position, opaque bytes
   std::string config_yaml;        // the resolved config of the run
   std::string run_id;             // which run wrote it (prune_checkpoints); "" in older files
+  std::string dataset;            // its data's identity (resume_check.h); "" in older files
   RngState rng;
 };
 

@@ -35,6 +35,11 @@ std::string utc_stamp() {
   return buf;
 }
 
+std::string busy_message(const std::string& path, const std::string& holder) {
+  return "another trainer (pid " + holder + ") is using this run directory (lock " + path +
+         "); wait for it to end, or pick another run directory (--run-dir)";
+}
+
 }  // namespace
 
 RunDirLock::RunDirLock(const std::string& dir) {
@@ -50,8 +55,7 @@ RunDirLock::RunDirLock(const std::string& dir) {
       const std::string holder = read_holder_pid(fd_);
       ::close(fd_);
       fd_ = -1;
-      throw FileError(dir, 0, "another trainer (pid " + holder + ") is using this run directory (lock " + path +
-                                  "); wait for it to end, or pick another run directory (--run-dir)");
+      throw FileError(dir, 0, busy_message(path, holder));
     }
     // A file system without flock (some network mounts): train unguarded rather than not at all.
     std::fprintf(stderr, "warning: %s: cannot lock (%s); nothing stops a second trainer on this run directory\n",
@@ -78,6 +82,48 @@ std::vector<std::string> run_evidence(const std::string& dir) {
   std::error_code ec;
   if (fs::file_size(fs::path(dir) / "metrics.jsonl", ec) > 0 && !ec) found.push_back("metrics.jsonl");
   return found;
+}
+
+std::string lock_holder(const std::string& dir) {
+  const std::string path = (fs::path(dir) / RunDirLock::kFileName).string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  // A shared lock is refused while a trainer holds the exclusive one; taken, it goes at close.
+  std::string holder;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) holder = read_holder_pid(fd);
+  ::close(fd);
+  return holder;
+}
+
+std::string no_checkpoint_advice(const std::string& dir) {
+  const std::string holder = lock_holder(dir);
+  if (!holder.empty()) return busy_message((fs::path(dir) / RunDirLock::kFileName).string(), holder);
+  const std::vector<std::string> evidence = run_evidence(dir);
+  if (!evidence.empty()) {
+    return "--resume: no checkpoint here to resume from: the run in " + dir +
+           " stopped before its first checkpoint (its metrics.jsonl is kept); start a new run with --force-new "
+           "(moves the old files into " + (fs::path(dir) / "previous-<time>").string() + "/), or pick another --run-dir";
+  }
+  return "--resume: no checkpoint here to resume from, and no run; start without --resume, or pass --resume PATH";
+}
+
+std::string holds_run_advice(const std::string& dir, const std::vector<std::string>& evidence) {
+  std::string found;
+  bool checkpoint = false;
+  for (const auto& f : evidence) {
+    found += (found.empty() ? "" : ", ") + f;
+    checkpoint = checkpoint || f.rfind("checkpoints/", 0) == 0;
+  }
+  const std::string aside = (fs::path(dir) / "previous-<time>").string() + "/";
+  if (!checkpoint) {
+    // Nothing to resume: only the metrics of a run that stopped before its first checkpoint.
+    return "this run directory holds a run that stopped before its first checkpoint (" + found +
+           "), so there is nothing to resume; start a new one with --force-new (moves its files into " + aside +
+           "), or pick another --run-dir";
+  }
+  return "this run directory holds a run already (" + found +
+         "); continue it with --resume, or start a new one with --force-new (moves the old run into " + aside +
+         "), or pick another --run-dir";
 }
 
 std::string move_run_aside(const std::string& dir) {

@@ -4,6 +4,8 @@
 //                    held while the trainer lives; the kernel drops it on exit and on a crash
 //   holds_run        whether <dir> has a run to lose (a checkpoint, or a non-empty metrics.jsonl)
 //   move_run_aside   --force-new: the old run's files into <dir>/previous-<UTC time>/
+//   *_advice         what --resume and a fresh start say in each state, naming a way out that
+//                    works from there (docs/reliability.md, "One way out of every state")
 #pragma once
 
 #include <string>
@@ -30,6 +32,20 @@ class RunDirLock {
 // "metrics.jsonl"); empty when there is nothing to lose.
 std::vector<std::string> run_evidence(const std::string& dir);
 inline bool holds_run(const std::string& dir) { return !run_evidence(dir).empty(); }
+
+// The pid (as the lock file holds it) of the trainer holding <dir>/train.lock; "" when none
+// does or there is no lock file.
+std::string lock_holder(const std::string& dir);
+
+// The message, with the way out that works from that state, for --resume when <dir> has no
+// checkpoint: a trainer still running there before its first checkpoint gets the lock's
+// message; a run that stopped before its first checkpoint (metrics, no checkpoint) --force-new;
+// an empty directory "start without --resume".
+std::string no_checkpoint_advice(const std::string& dir);
+
+// The message for a fresh start into a directory that holds a run (`evidence`: run_evidence):
+// --resume or --force-new when it has a checkpoint, --force-new alone when it has none.
+std::string holds_run_advice(const std::string& dir, const std::vector<std::string>& evidence);
 
 // Moves what a trainer writes (checkpoints/, tensorboard/, images/, samples/, metrics.jsonl,
 // config.yaml, rank*_final.pt) into a new <dir>/previous-<YYYYmmdd-HHMMSS>[-N]/ and returns

@@ -37,7 +37,9 @@
 #include "train/log/progress.h"
 #include "train/rng_state.h"
 #include "train/run_dir.h"
+#include "train/resume_check.h"
 #include "train/signals.h"
+#include "train/threads.h"
 #include "train/log/tensorboard.h"
 #include "train/train_step.h"
 #include "train/validation.h"
@@ -92,6 +94,7 @@ class Trainer {
   Trainer(const Config& config, const RunOptions& options) : c_(config), o_(options), progress_(stderr) {}
 
   RunSummary run();
+  void set_threads_note(std::string note) { threads_note_ = std::move(note); }
 
  private:
   void setup();
@@ -139,6 +142,7 @@ class Trainer {
   fs::path dir_, ckpt_dir_;
   std::unique_ptr<text::TextProcessor> text_;
   data::Datasets datasets_;
+  std::string dataset_identity_;  // saved in checkpoints, compared on --resume (resume_check.h)
   std::unique_ptr<data::DataLoader> loader_, val_loader_;
   models::GlowTTS model_{nullptr};
   std::unique_ptr<FusedAdam> optimizer_;
@@ -152,6 +156,8 @@ class Trainer {
   bool ddi_pending_ = false;
   std::string last_checkpoint_;
   std::string resume_path_;
+  DatasetChanges data_changes_;  // --resume: what differs from the checkpoint's data
+  std::string threads_note_ = "?";  // how many intra-op threads, and why (threads.h)
   // --resume (latest): newer checkpoints found damaged, with why; moved aside by rank 0.
   std::vector<std::pair<std::string, std::string>> damaged_;
   std::string run_id_;  // this run's id, in its checkpoints: pruning deletes only those
@@ -221,6 +227,7 @@ void Trainer::setup() {
   auto lo = loader_options(c_, true);
   lo.rank = dist_->rank();
   lo.world_size = dist_->world_size();
+  dataset_identity_ = dataset_identity(*datasets_.train, datasets_.validation.get());
   loader_ = std::make_unique<data::DataLoader>(datasets_.train, lo);
   if (datasets_.validation && datasets_.validation->size() > 0) {
     auto vo = loader_options(c_, false);
@@ -264,12 +271,7 @@ void Trainer::claim_run_directory() {
     progress_.message("--force-new: the previous run in " + dir_.string() + " moved to " + aside);
     return;
   }
-  std::string found;
-  for (const auto& f : evidence) found += (found.empty() ? "" : ", ") + f;
-  throw FileError(dir_.string(), 0, "this run directory holds a run already (" + found +
-                                        "); continue it with --resume, or start a new one with --force-new "
-                                        "(moves the old run into " + (dir_ / "previous-<time>").string() +
-                                        "/), or pick another --run-dir");
+  throw FileError(dir_.string(), 0, holds_run_advice(dir_.string(), evidence));
 }
 
 // The signal that stopped the run, known on every rank (a rank that got none takes its
@@ -290,6 +292,7 @@ CheckpointState Trainer::checkpoint_state() const {
   s.loader_position = encode_position(loader_->position());
   s.config_yaml = o_.config_yaml;
   s.run_id = run_id_;
+  s.dataset = dataset_identity_;
   s.rng = capture_rng();
   return s;
 }
@@ -314,10 +317,9 @@ std::string Trainer::find_resume_checkpoint() {
   if (o_.resume == "latest") {
     const fs::path dir = fs::path(c_.run.dir) / "checkpoints";
     const std::vector<std::string> all = list_checkpoints(dir.string());
-    if (all.empty()) {
-      throw FileError(dir.string(), 0, "--resume: no checkpoint here to resume from; start without "
-                                       "--resume, or pass --resume PATH");
-    }
+    // The way out depends on why there is none: a trainer still before its first checkpoint
+    // (the lock's message), a run that stopped before one (--force-new), or no run at all.
+    if (all.empty()) throw FileError(c_.run.dir, 0, no_checkpoint_advice(c_.run.dir));
     damaged_.clear();
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
       try {
@@ -390,8 +392,21 @@ void Trainer::restore_or_initialise() {
     last_checkpoint_ = path;
     last_checkpoint_step_ = step_;
     if (!s.config_yaml.empty() && s.config_yaml != o_.config_yaml) {
-      say("note: the config differs from the one the checkpoint was trained with (its snapshot is in " + path +
-          "; the run directory's config.yaml is replaced by the current one)");
+      std::string keys;
+      for (const auto& change : config_changes(s.config_yaml, o_.config_yaml)) keys += (keys.empty() ? "" : ", ") + change;
+      say("note: the config differs from the one the checkpoint was trained with in " + keys + " (its snapshot is in " +
+          path + "; the run directory's config.yaml is replaced by the current one)");
+    }
+    data_changes_ = dataset_changes(s.dataset, dataset_identity_);
+    // Said even when quiet: a run that continues on other data should not look like one run.
+    if (main_ && !data_changes_.training.empty()) {
+      progress_.message("warning: --resume: the training set differs from the checkpoint's: " +
+                        data_changes_.training + "; training goes on with the current one");
+    }
+    if (main_ && !data_changes_.validation.empty()) {
+      progress_.message("warning: --resume: the validation set differs from the checkpoint's: " +
+                        data_changes_.validation + "; validation losses from step " + std::to_string(step_ + 1) +
+                        " on are not comparable with earlier ones (recorded in metrics.jsonl)");
     }
     say("resumed from " + path + " at step " + std::to_string(step_) + ", epoch " +
         std::to_string(loader_->position().epoch + 1));
@@ -422,6 +437,13 @@ void Trainer::restore_or_initialise() {
     if (resuming) out_.tb->purge_from(step_ + 1);  // as metrics.jsonl: nothing past the checkpoint
   }
   out_.metrics = std::make_unique<MetricsLog>((dir_ / "metrics.jsonl").string(), resuming);
+  // The curves' reader learns where the data changed (scripts that plot skip "event" lines).
+  if (!data_changes_.training.empty()) {
+    out_.metrics->event(step_, "training set changed", {{"change", data_changes_.training}, {"checkpoint", path}});
+  }
+  if (!data_changes_.validation.empty()) {
+    out_.metrics->event(step_, "validation set changed", {{"change", data_changes_.validation}, {"checkpoint", path}});
+  }
 }
 
 // A run that went on past its last checkpoint (crash, kill -9) left metrics lines for steps
@@ -610,7 +632,8 @@ std::string Trainer::start_line() const {
                      (bf16_ ? ", bf16 autocast" : "") + (c_.run.compare_align ? ", comparing all MAS backends" : "") +
                      "; " + std::to_string(datasets_.train->size()) + " training utterances, " +
                      std::to_string(loader_->batches_per_epoch()) + " batches per epoch; " +
-                     std::to_string(model_->parameter_count()) + " parameters; run directory " + dir_.string();
+                     std::to_string(model_->parameter_count()) + " parameters; " + threads_note_ +
+                     " intra-op threads; run directory " + dir_.string();
   if (dist_->world_size() == 1) return line;
   return line + "; " + std::to_string(dist_->world_size()) + " processes (" + dist_->backend() + "), batch_size " +
          std::to_string(c_.train.batch_size) + " each, gradients averaged " +
@@ -757,8 +780,11 @@ void Trainer::finish(RunSummary& summary) {
   dist_->barrier();  // the others end once rank 0's checkpoint is written
   if (!o_.quiet && main_) progress_.finish();
   if (summary.interrupted) {
+    // Before the first step (data scan, DDI) there is no checkpoint and no metrics line: the
+    // directory holds no run, so the way out is the same command, not --resume.
     say("stopped by signal " + std::to_string(summary.signal) + " at step " + std::to_string(step_) +
-        "; resume with --resume");
+        (last_checkpoint_.empty() ? ", before any checkpoint: nothing to resume; start it again without --resume"
+                                  : "; resume with --resume"));
   }
   summary.step = step_;
   summary.epoch = loader_->position().epoch;
@@ -806,7 +832,10 @@ RunSummary Trainer::run() {
 }  // namespace
 
 RunSummary train(const Config& config, const RunOptions& options) {
+  // Before any tensor op: LibTorch's pool is one thread per core, which fights the loader.
+  const std::string threads = set_intra_op_threads(config.run.threads, config.loader.num_workers);
   Trainer trainer(config, options);
+  trainer.set_threads_note(threads);
   return trainer.run();
 }
 

@@ -2,6 +2,8 @@
 // with the place its message names.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -24,6 +26,15 @@ const char* kMinimal = "data:\n  dataset_dir: corpus\n";
 std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
   try {
     parse_config(yaml, "test.yaml", overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string error_of_file(const std::string& path) {
+  try {
+    load_config(path);
   } catch (const UserError& e) {
     return e.what();
   }
@@ -250,6 +261,61 @@ TEST(ConfigOverrides, AToolsFlagIsNamedInTheMessagesAboutItsKey) {
             "--fmax: data.mel_fmax: must not exceed half of data.sampling_rate (4000 Hz)");
 }
 
+// Sizes are bounded before the YAML is read into nodes (yaml-cpp spends hundreds of bytes per
+// node): an 80 MB config whose train.betas was a 20-million-item list took 35 s and 9.8 GB
+// before the schema's "expected a pair of numbers". Each bound names the place and the key.
+TEST(ConfigErrors, LongListsAreRefusedBeforeTheyAreRead) {
+  std::string list = "[";
+  for (int i = 0; i < 200000; ++i) list += "0.9, ";
+  list += "0.98]";
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(error_of("data:\n  dataset_dir: corpus\ntrain:\n  seed: 1\n  betas: " + list + "\n"),
+            "test.yaml:5: train.betas: a list of more than 64 items; no key takes a list that long "
+            "(train.betas takes 2 numbers, data.text_cleaners a few names)");
+  // Stopped at item 65, not after reading 200,000 (YAML::Load: about a second and ~100 MB of nodes).
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(200));
+  EXPECT_EQ(error_of(kMinimal, {"train.betas=" + list}), "--set train.betas: a value of 1000006 bytes (at most 16384 are read)");
+  std::string hundred = "[0.9";
+  for (int i = 0; i < 99; ++i) hundred += ", 0.9";
+  EXPECT_EQ(error_of(kMinimal, {"train.betas=" + hundred + "]"}),
+            "--set train.betas: a list of more than 64 items; no key takes a list that long "
+            "(train.betas takes 2 numbers, data.text_cleaners a few names)");
+
+  std::string deep = "x";
+  for (int i = 0; i < 20; ++i) deep = "[" + deep + "]";
+  EXPECT_EQ(error_of("model:\n  n_heads: " + deep + "\n"),
+            "test.yaml:2: model.n_heads: nested more than 8 levels deep; the config nests sections, keys and lists (3 levels)");
+  EXPECT_EQ(error_of("run:\n  dir: " + std::string(20000, 'a') + "\n"),
+            "test.yaml:2: run.dir: a text of 20000 bytes (at most 16384 are read)");
+  std::string keys = "train:\n";
+  for (int i = 0; i < 300; ++i) keys += "  k" + std::to_string(i) + ": 1\n";
+  EXPECT_EQ(error_of(keys), "test.yaml:2: train: a mapping of more than 256 keys; a section of the config has fewer than 100");
+  // What a config really holds is far inside the bounds.
+  EXPECT_EQ(error_of(kOfficialBase), "");
+}
+
+TEST(ConfigErrors, AnOversizedFileIsRefusedNamingIt) {
+  const std::string path = ::testing::TempDir() + "/monoflow_big_config.yaml";
+  {
+    std::ofstream out(path);
+    out << "train:\n  betas: [";
+    for (int i = 0; i < 300000; ++i) out << "0.9, ";
+    out << "0.98]\n";
+  }
+  try {
+    load_config(path);
+    FAIL() << "no error";
+  } catch (const monoflow::FileError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_NE(std::string(e.what()).find(": the config file is 1.43 MiB; a config is a few KB of keys, and files over 1 MiB "
+                                         "are not read; check that this is the config you meant"),
+              std::string::npos)
+        << e.what();
+  }
+  std::remove(path.c_str());
+  EXPECT_EQ(error_of_file("/tmp"), "/tmp: is a directory, not a config file; pass a .yaml file");
+}
+
 TEST(ConfigErrors, MissingFile) {
   try {
     load_config("/nonexistent/monoflow.yaml");
@@ -279,5 +345,5 @@ TEST(ConfigPrint, EveryKeyIsPrinted) {
     const std::string name = key.substr(key.find('.') + 1);
     EXPECT_NE(printed.find("  " + name + ":"), std::string::npos) << key;
   }
-  EXPECT_EQ(config_keys().size(), 77u);  // a new field in config.h needs its line in the schema
+  EXPECT_EQ(config_keys().size(), 78u);  // a new field in config.h needs its line in the schema
 }

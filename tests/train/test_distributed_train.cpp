@@ -14,6 +14,11 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/file.h>
+#include <fcntl.h>
 
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
@@ -26,6 +31,7 @@
 #include "train/distributed/distributed.h"
 #include "train/distributed/gradient_reducer.h"
 #include "train/config/options_map.h"
+#include "train/run_dir.h"
 #include "train/train_step.h"
 
 namespace monoflow::train {
@@ -321,6 +327,74 @@ TEST_F(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   EXPECT_GE(step, 2);
   EXPECT_LT(step, 1000);
   EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
+}
+
+// The processes whose command line mentions `needle` (a test's own temp folder), other than
+// this one.
+std::vector<int> processes_mentioning(const std::string& needle) {
+  std::vector<int> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (const dirent* e = ::readdir(proc)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    std::string cmdline = testing::read_text("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) found.push_back(pid);
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// What a scheduler does: SIGTERM to scripts/launch.sh alone. The launcher passes it to both
+// ranks and waits: they stop at one step with a checkpoint, the launcher exits 143 after them,
+// no rank is left running, the run directory's lock is free, and --resume continues the run.
+// Each rank has --max-minutes 2, so a launcher that orphans its ranks fails the test instead
+// of leaving them to train for long.
+TEST_F(DistributedTrainer, SigtermToTheLauncherStopsEveryRankWithACheckpoint) {
+  const std::string config = write_config(1000);
+  const std::string launch = std::string(MONOFLOW_SCRIPTS_DIR) + "/launch.sh";
+  const std::string train = std::string(MONOFLOW_TRAIN_EXE) + " --config " + config +
+                            " --set data.num_workers=1 --set train.val_interval=0";
+  const std::string command = "cd " + dir.path() + " && (MASTER_PORT=" + std::to_string(free_port()) +
+                              " MONOFLOW_DEBUG_RANK_CHECKPOINTS=1 " + launch + " 2 " + train +
+                              " --set train.checkpoint_interval=1000 --max-minutes 2 > launch.log 2>&1 & echo $! > "
+                              "launch.pid; wait $!; echo $? > launch.rc)";
+  const auto started = std::chrono::steady_clock::now();
+  testing::run_signalling_at_step_two(command, run_dir, dir / "launch.pid", SIGTERM);
+  const std::string log = testing::read_text(dir / "launch.log");
+  const int rc = std::atoi(testing::read_text(dir / "launch.rc").c_str());
+
+  // No rank outlives the launcher (any left over are ended here, so the test fails quickly).
+  const std::vector<int> left = processes_mentioning(dir.path() + "/tiny.yaml");
+  for (int pid : left) ::kill(pid, SIGKILL);
+  EXPECT_TRUE(left.empty()) << left.size() << " rank(s) still running after the launcher exited\n" << log;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(100)) << log;
+  ASSERT_EQ(rc, 128 + SIGTERM) << log;
+  // Both ranks stopped by the signal, at the same step, with rank 0's checkpoint of that step.
+  EXPECT_NE(log.find("stopped by signal 15 "), std::string::npos) << log;
+  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
+  ASSERT_FALSE(ckpt.empty()) << log;
+  const int64_t step = read_checkpoint_state(ckpt).step;
+  EXPECT_GE(step, 2);
+  EXPECT_LT(step, 1000);
+  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
+
+  // The lock is free: another process takes it at once.
+  const int fd = ::open((run_dir + "/" + RunDirLock::kFileName).c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0) << "train.lock is still held";
+  ::close(fd);
+
+  // A scheduler's next try: --resume through the launcher continues from that checkpoint.
+  int status = 0;
+  const std::string out = testing::run_command(
+      "MASTER_PORT=" + std::to_string(free_port()) + " timeout 120 " + launch + " 2 " + train +
+          " --max-steps " + std::to_string(step + 2) + " --resume 2>&1",
+      &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("resumed from " + ckpt + " at step " + std::to_string(step)), std::string::npos) << out;
+  EXPECT_EQ(read_checkpoint_state(newest_checkpoint(run_dir + "/checkpoints")).step, step + 2) << out;
 }
 
 }  // namespace

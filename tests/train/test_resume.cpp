@@ -3,10 +3,14 @@
 // while newer checkpoints are there stops, naming them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "common/error.h"
+#include "data/manifest.h"
 #include "test_util.h"
 #include "tiny_corpus.h"
 #include "train/checkpoint.h"
@@ -94,6 +98,99 @@ TEST(Resume, AnOlderPathWithNewerCheckpointsHereStopsNamingThem) {
   fs::create_directories(dir / "later");
   for (int step : {2, 3}) fs::rename(ckpts + "/" + checkpoint_filename(step), dir / ("later/" + checkpoint_filename(step)));
   EXPECT_EQ(run(config(run_dir, 2), older).step, 2);
+}
+
+// metadata.csv of `corpus` without its line `drop` (0-based).
+void drop_line(const std::string& corpus, int drop) {
+  std::istringstream in(testing::read_text(corpus + "/metadata.csv"));
+  std::string kept;
+  int i = 0;
+  for (std::string line; std::getline(in, line); ++i)
+    if (i != drop) kept += line + "\n";
+  std::ofstream(corpus + "/metadata.csv", std::ios::trunc) << kept;
+}
+
+// The seeded split's validation ids of the corpus as it is now (the data library's split).
+std::vector<std::string> validation_ids(const Config& c) {
+  data::BadLines bad("error");
+  const auto split = data::seeded_split(data::read_ljspeech(c.data.dataset_dir, bad), c.data.validation_size,
+                                        c.data.split_seed);
+  std::vector<std::string> ids;
+  for (const auto& u : split.second) ids.push_back(u.id);
+  return ids;
+}
+
+// A quiet=false run (the config note is a normal line) whose stderr is returned.
+std::string resume_saying(const Config& c) {
+  RunOptions o;
+  o.resume = "latest";
+  o.config_yaml = to_yaml(c);
+  clear_stop_request();
+  ::testing::internal::CaptureStderr();
+  train(c, o);
+  return ::testing::internal::GetCapturedStderr();
+}
+
+// --resume after a line of metadata.csv went (a user removing a broken utterance): the seeded
+// split then draws another validation set. The run goes on, and says what changed: the config
+// keys with both values, the training set's size, the validation ids that left and joined, and
+// metrics.jsonl records the validation change at the step where the curve breaks.
+TEST(Resume, AChangedDatasetOrConfigIsNamedAndAChangedValidationSetRecorded) {
+  TempDir dir;
+  const std::string corpus = dir / "corpus", run_dir = dir / "run";
+  testing::write_tiny_corpus(corpus);
+  const auto make = [&](int steps, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> o{"train.val_interval=0", "train.checkpoint_interval=1"};
+    o.insert(o.end(), more.begin(), more.end());
+    return testing::tiny_config(corpus, run_dir, steps, o);
+  };
+  run(make(2));
+
+  // The same data and another learning rate: the key is named, the data is not mentioned.
+  const std::string same = resume_saying(make(3, {"train.learning_rate=0.5"}));
+  EXPECT_NE(same.find("note: the config differs from the one the checkpoint was trained with in "
+                      "train.learning_rate (1.0 -> 0.5), train.max_steps (2 -> 3) (its snapshot is in"),
+            std::string::npos) << same;
+  EXPECT_EQ(same.find("set differs"), std::string::npos) << same;
+
+  // Drop the first line whose removal moves the validation set (the split is seeded, so which
+  // one is fixed; the test checks that there is one).
+  const std::vector<std::string> before = validation_ids(make(4));
+  std::vector<std::string> after;
+  const std::string original = testing::read_text(corpus + "/metadata.csv");
+  for (int drop = 0; drop < 10 && (after.empty() || after == before); ++drop) {
+    std::ofstream(corpus + "/metadata.csv", std::ios::trunc) << original;
+    drop_line(corpus, drop);
+    after = validation_ids(make(4));
+  }
+  ASSERT_NE(after, before) << "no single line's removal moved the validation set";
+  std::vector<std::string> left, joined;
+  for (const auto& id : before)
+    if (std::find(after.begin(), after.end(), id) == after.end()) left.push_back(id);
+  for (const auto& id : after)
+    if (std::find(before.begin(), before.end(), id) == before.end()) joined.push_back(id);
+  ASSERT_EQ(left.size(), joined.size());  // validation_size stays 2
+
+  const std::string said = resume_saying(make(4));
+  const auto join = [](const std::vector<std::string>& ids) {
+    std::string s;
+    for (const auto& id : ids) s += (s.empty() ? "" : ", ") + id;
+    return s;
+  };
+  EXPECT_NE(said.find("warning: --resume: the training set differs from the checkpoint's: 8 -> 7 utterances; "
+                      "training goes on with the current one"),
+            std::string::npos) << said;
+  const std::string change = "2 -> 2 utterances; left it: " + join(left) + "; joined it: " + join(joined);
+  EXPECT_NE(said.find("warning: --resume: the validation set differs from the checkpoint's: " + change +
+                      "; validation losses from step 4 on are not comparable with earlier ones (recorded in "
+                      "metrics.jsonl)"),
+            std::string::npos) << said;
+  const std::string metrics = testing::read_text(run_dir + "/metrics.jsonl");
+  EXPECT_NE(metrics.find("{\"step\":3,\"event\":\"validation set changed\",\"change\":\"" + change +
+                         "\",\"checkpoint\":\"" + run_dir + "/checkpoints/" + checkpoint_filename(3) + "\"}"),
+            std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("{\"step\":3,\"event\":\"training set changed\",\"change\":\"8 -> 7 utterances\""),
+            std::string::npos) << metrics;
 }
 
 }  // namespace

@@ -217,5 +217,72 @@ TEST_F(TrainerRunDir, TheTrainToolRefusesAUsedOrLockedDirectory) {
   }
 }
 
+// One way out of every state (issue 28): each message that suggests a next step names one that
+// works from that state, and the test takes it.
+TEST_F(TrainerRunDir, EveryStateSaysAWayOutThatWorks) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  const auto config = [&](int steps) { return testing::tiny_config(corpus(), run_dir, steps); };
+
+  // 1. A signal before the first step (during the data scan or DDI): no checkpoint, no metrics
+  // line. The trainer says so and names the plain start, which works; --resume says the same.
+  {
+    RunOptions o;
+    o.config_yaml = to_yaml(config(2));
+    clear_stop_request();
+    request_stop(SIGTERM);  // as if SIGTERM came during DDI
+    ::testing::internal::CaptureStderr();
+    const RunSummary stopped = train(config(2), o);
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    clear_stop_request();
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.step, 0);
+    EXPECT_EQ(stopped.checkpoint, "");
+    EXPECT_NE(said.find("stopped by signal 15 at step 0, before any checkpoint: nothing to resume; start it again "
+                        "without --resume"),
+              std::string::npos) << said;
+    EXPECT_EQ(said.find("resume with --resume"), std::string::npos) << said;
+    EXPECT_FALSE(holds_run(run_dir));
+    EXPECT_EQ(error_of([&] { run(config(2), "latest"); }),
+              run_dir + ": --resume: no checkpoint here to resume from, and no run; start without --resume, or pass "
+                        "--resume PATH");
+    EXPECT_EQ(run(config(2)).step, 2);  // the way out
+  }
+
+  // 2. Killed during the first checkpoint's write: metrics lines, a dead writer's temp file, no
+  // checkpoint. Before, a plain start said "use --resume" and --resume said "start without it";
+  // both now name --force-new, which works.
+  {
+    fs::remove_all(run_dir + "/checkpoints");
+    fs::create_directories(run_dir + "/checkpoints");
+    std::ofstream(run_dir + "/checkpoints/" + checkpoint_filename(2) + ".tmp.999999") << "partial";
+    ASSERT_TRUE(holds_run(run_dir));
+    const std::string fresh = error_of([&] { run(config(2)); });
+    EXPECT_EQ(fresh, run_dir + ": this run directory holds a run that stopped before its first checkpoint "
+                               "(metrics.jsonl), so there is nothing to resume; start a new one with --force-new "
+                               "(moves its files into " + run_dir + "/previous-<time>/), or pick another --run-dir");
+    const std::string resumed = error_of([&] { run(config(2), "latest"); });
+    EXPECT_EQ(resumed, run_dir + ": --resume: no checkpoint here to resume from: the run in " + run_dir +
+                           " stopped before its first checkpoint (its metrics.jsonl is kept); start a new run with "
+                           "--force-new (moves the old files into " + run_dir + "/previous-<time>/), or pick another "
+                           "--run-dir");
+    EXPECT_EQ(run(config(2), "", /*force_new=*/true).step, 2);  // the way out
+  }
+
+  // 3. A trainer still running there, before its first checkpoint: --resume gets the lock's
+  // message (wait, or another run directory), not "no checkpoint here".
+  {
+    TempDir other;
+    const std::string busy = other / "run";
+    fs::create_directories(busy);
+    RunDirLock held(busy);
+    const std::string e = error_of([&] { run(testing::tiny_config(corpus(), busy, 1), "latest"); });
+    EXPECT_EQ(e, busy + ": another trainer (pid " + std::to_string(::getpid()) + ") is using this run directory (lock " +
+                     busy + "/train.lock); wait for it to end, or pick another run directory (--run-dir)");
+    EXPECT_EQ(lock_holder(busy), std::to_string(::getpid()));
+  }
+  EXPECT_EQ(lock_holder(run_dir), "");  // no trainer holds it any more
+}
+
 }  // namespace
 }  // namespace monoflow::train

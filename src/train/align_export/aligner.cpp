@@ -28,6 +28,7 @@
 #include "train/log/progress.h"
 #include "train/synth/npy.h"
 #include "train/train_step.h"
+#include "train/threads.h"
 
 namespace monoflow::train {
 namespace {
@@ -179,6 +180,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   data::LoaderOptions lo = loader_options(c, /*training=*/false);
   if (o.batch_size > 0) lo.batch_size = o.batch_size;
   lo.pin_memory = device.is_cuda();
+  set_intra_op_threads(c.run.threads, lo.num_workers);  // one per core would fight the loader
   data::DataLoader loader(dataset, lo);
 
   std::vector<models::GlowTTS> models;  // one per checkpoint, all of the config's architecture

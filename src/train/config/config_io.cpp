@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "train/config/config_schema.h"
 #include "train/config/library_options.h"
+#include "train/config/yaml_bounds.h"
 
 namespace monoflow::train {
 namespace {
@@ -67,6 +68,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides, const std::vector<FlagOverride>& flags) {
   Config config;
   config.source = source;
+  check_yaml_bounds(yaml_text, source);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -82,11 +84,17 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
                    const std::vector<FlagOverride>& flags) {
+  check_config_file_size(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path, overrides, flags);
+  // Read at most one byte past the bound: the file may have grown since it was measured.
+  std::string text(YamlBounds::kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<int64_t>(text.size()) > YamlBounds::kMaxFileBytes)
+    throw FileError(path, 0, "the config file grew past " + std::to_string(YamlBounds::kMaxFileBytes) +
+                                 " bytes while it was read; a config is a few KB of keys");
+  return parse_config(text, path, overrides, flags);
 }
 
 void apply_override(Config& config, const std::string& assignment, const std::string& flag) {
@@ -99,6 +107,13 @@ void apply_override(Config& config, const std::string& assignment, const std::st
   const std::string named = flag.empty() ? "--set " + key : flag + " (" + key + ")";
   const schema::Field* field = schema::find(key);
   if (!field) throw UserError(named + ": " + unknown_key_message(key));
+  // A value is one key's: a long text is refused before it is parsed (a flow list at the top
+  // of a YAML text is scanned to its end before its first item is seen).
+  if (static_cast<int64_t>(text.size()) > YamlBounds::kMaxTextBytes) {
+    throw UserError(named + ": a value of " + std::to_string(text.size()) + " bytes (at most " +
+                    std::to_string(YamlBounds::kMaxTextBytes) + " are read)");
+  }
+  check_yaml_bounds(text, "--set", key);
   YAML::Node value;
   try {
     value = YAML::Load(text);

@@ -286,6 +286,7 @@ std::vector<Field> make_fields() {
       field("run.tensorboard", &C::run, &RS::tensorboard),
       checked("run.image_interval", at_least(0), &C::run, &RS::image_interval),
       field("run.cuda_graphs", &C::run, &RS::cuda_graphs),
+      checked("run.threads", at_least(0), &C::run, &RS::threads),
   };
 }
 

@@ -56,4 +56,12 @@ void MetricsLog::write(int64_t step, int64_t epoch,
   out_.flush();
 }
 
+void MetricsLog::event(int64_t step, const std::string& event,
+                       const std::vector<std::pair<std::string, std::string>>& texts) {
+  out_ << "{\"step\":" << step << ",\"event\":\"" << json_escape(event) << "\"";
+  for (const auto& [key, text] : texts) out_ << ",\"" << json_escape(key) << "\":\"" << json_escape(text) << "\"";
+  out_ << "}\n";
+  out_.flush();
+}
+
 }  // namespace monoflow::train

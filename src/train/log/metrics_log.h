@@ -16,6 +16,8 @@ class MetricsLog {
   // append: keep existing lines (resume); otherwise start a new file.
   MetricsLog(const std::string& path, bool append);
   void write(int64_t step, int64_t epoch, const std::vector<std::pair<std::string, double>>& values);
+  // A line that is not a measurement: {"step":N,"event":"...", "<key>":"<text>", ...}.
+  void event(int64_t step, const std::string& event, const std::vector<std::pair<std::string, std::string>>& texts);
   const std::string& path() const { return path_; }
 
  private:
