@@ -317,7 +317,7 @@ TEST_F(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   const std::string log0 = testing::read_text(dir / "rank0.log"), log1 = testing::read_text(dir / "rank1.log");
   ASSERT_EQ(status, 0) << log0 << log1;
   ASSERT_NE(log0.find("(signal)"), std::string::npos) << log0;
-  ASSERT_NE(log1.find("(signal)"), std::string::npos) << log1;
+  EXPECT_EQ(log1.find("done:"), std::string::npos) << log1;  // one done: line per run, rank 0's
   // Rank 0 got no signal itself, yet reports rank 1's and exits as interrupted: 128 + SIGTERM.
   EXPECT_NE(log0.find("stopped by signal 15 "), std::string::npos) << log0;
   EXPECT_EQ(std::atoi(testing::read_text(dir / "rank0.rc").c_str()), 128 + SIGTERM) << log0;

@@ -253,7 +253,7 @@ TEST_F(TrainerRunDir, EveryStateSaysAWayOutThatWorks) {
   // checkpoint. Before, a plain start said "use --resume" and --resume said "start without it";
   // both now name --force-new, which works.
   {
-    fs::remove_all(run_dir + "/checkpoints");
+    testing::remove_tree(run_dir + "/checkpoints");
     fs::create_directories(run_dir + "/checkpoints");
     std::ofstream(run_dir + "/checkpoints/" + checkpoint_filename(2) + ".tmp.999999") << "partial";
     ASSERT_TRUE(holds_run(run_dir));

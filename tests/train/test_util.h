@@ -21,6 +21,14 @@
 
 namespace monoflow::train::testing {
 
+// Removes a directory and everything under it. nftw rather than std::filesystem::remove_all:
+// libtorch.so exports its own copy of remove_all, which the dynamic linker may pick and which
+// crashes here.
+inline void remove_tree(const std::string& path) {
+  ::nftw(path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+         FTW_DEPTH | FTW_PHYS);
+}
+
 // A fresh directory under the system temp folder, removed when the object goes away.
 class TempDir {
  public:
@@ -28,12 +36,7 @@ class TempDir {
     std::string pattern = (std::filesystem::temp_directory_path() / "monoflow_train_XXXXXX").string();
     path_ = ::mkdtemp(pattern.data());
   }
-  // nftw rather than std::filesystem::remove_all: libtorch.so exports its own copy of
-  // remove_all, which the dynamic linker may pick and which crashes here.
-  ~TempDir() {
-    ::nftw(path_.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); },
-           16, FTW_DEPTH | FTW_PHYS);
-  }
+  ~TempDir() { remove_tree(path_); }
   std::string operator/(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
   const std::string& path() const { return path_; }
 
