@@ -107,4 +107,31 @@ std::string move_run_aside(const std::string& dir) {
   return target.string();
 }
 
+std::unique_ptr<RunDirLock> claim_run_directory(const std::string& dir, const std::string& resume, bool force_new,
+                                                const std::function<void(const std::string&)>& tell) {
+  if (force_new && !resume.empty()) throw UserError("--force-new and --resume exclude each other");
+  auto lock = std::make_unique<RunDirLock>(dir);
+  const std::vector<std::string> evidence = run_evidence(dir);
+  if (evidence.empty() || !resume.empty()) return lock;
+  if (force_new) {
+    const std::string aside = move_run_aside(dir);
+    tell("--force-new: the previous run in " + dir + " moved to " + aside);
+    return lock;
+  }
+  std::string found;
+  for (const auto& f : evidence) found += (found.empty() ? "" : ", ") + f;
+  throw FileError(dir, 0, "this run directory holds a run already (" + found +
+                              "); continue it with --resume, or start a new one with --force-new "
+                              "(moves the old run into " + (fs::path(dir) / "previous-<time>").string() +
+                              "/), or pick another --run-dir");
+}
+
+void create_run_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    throw FileError(dir, 0, "cannot create the run directory; check run.dir and permissions");
+  }
+}
+
 }  // namespace monoflow::train

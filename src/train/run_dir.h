@@ -4,8 +4,11 @@
 //                    held while the trainer lives; the kernel drops it on exit and on a crash
 //   holds_run        whether <dir> has a run to lose (a checkpoint, or a non-empty metrics.jsonl)
 //   move_run_aside   --force-new: the old run's files into <dir>/previous-<UTC time>/
+//   claim_run_directory  the trainer's use of the three: lock, then refuse or move an old run
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,5 +38,14 @@ inline bool holds_run(const std::string& dir) { return !run_evidence(dir).empty(
 // config.yaml, rank*_final.pt) into a new <dir>/previous-<YYYYmmdd-HHMMSS>[-N]/ and returns
 // that folder. Anything else in `dir` (a feature cache, notes, older previous-*) stays.
 std::string move_run_aside(const std::string& dir);
+
+// Rank 0 only (the one that writes): takes the lock, and a fresh run (`resume` empty) never
+// overwrites the run `dir` holds: with `force_new` the old run moves aside (`tell` says where,
+// even when quiet), else a FileError says how to go on. The lock lives as long as the result.
+std::unique_ptr<RunDirLock> claim_run_directory(const std::string& dir, const std::string& resume, bool force_new,
+                                                const std::function<void(const std::string&)>& tell);
+
+// Creates `dir` (and its parents) unless it exists; a FileError when it cannot.
+void create_run_folder(const std::string& dir);
 
 }  // namespace monoflow::train
