@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "train/config/config_schema.h"
 #include "train/config/library_options.h"
 
@@ -80,11 +81,11 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path, overrides);
+  std::string text;  // a FIFO or a folder is refused, not waited on (common/input_file.h)
+  if (!read_input_file(path, "--config takes a YAML file", text)) {
+    throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
+  }
+  return parse_config(text, path, overrides);
 }
 
 void apply_override(Config& config, const std::string& assignment) {
