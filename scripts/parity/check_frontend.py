@@ -11,18 +11,11 @@ One known difference: monoflow reads "£5" as "five pounds", where the official 
 into "PS" before their pounds rule can fire (src/data/text/README.md).
 """
 import argparse
-import json
 import os
 import sys
 
+from hparams import load_hparams
 
-class HParams(dict):
-    def __getattr__(self, key):
-        try:
-            value = self[key]
-        except KeyError as e:
-            raise AttributeError(key) from e
-        return HParams(value) if isinstance(value, dict) else value
 
 
 def main():
@@ -36,8 +29,7 @@ def main():
     sys.path.insert(0, os.path.abspath(args.official))
     from data_utils import TextMelLoader
 
-    with open(args.config) as f:
-        hps = HParams(json.load(f))
+    hps = load_hparams(args.config)
     want = {}
     with open(args.tokens) as f:
         next(f)

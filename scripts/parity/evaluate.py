@@ -18,14 +18,8 @@ import os
 import re
 import sys
 
+from hparams import HParams, load_hparams
 
-class HParams(dict):
-    def __getattr__(self, key):
-        try:
-            value = self[key]
-        except KeyError as e:
-            raise AttributeError(key) from e
-        return HParams(value) if isinstance(value, dict) else value
 
 
 def step_of(path):
@@ -57,8 +51,7 @@ def main():
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    with open(args.config) as f:
-        hps = HParams(json.load(f))
+    hps = load_hparams(args.config)
     data = dict(hps.data)
     data["validation_files"] = args.val_list
     data = HParams(data)

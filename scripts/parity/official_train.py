@@ -28,6 +28,8 @@ import os
 import sys
 import time
 
+from hparams import load_hparams
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -44,16 +46,6 @@ def parse_args():
     return p.parse_args()
 
 
-class HParams(dict):
-    """The official utils.HParams behaviour (attribute access over a nested dict)."""
-
-    def __getattr__(self, key):
-        try:
-            value = self[key]
-        except KeyError as e:
-            raise AttributeError(key) from e
-        return HParams(value) if isinstance(value, dict) else value
-
 
 def main():
     args = parse_args()
@@ -67,8 +59,7 @@ def main():
     from data_utils import TextMelCollate, TextMelLoader
     from text.symbols import symbols
 
-    with open(args.config) as f:
-        hps = HParams(json.load(f))
+    hps = load_hparams(args.config)
     os.makedirs(args.out, exist_ok=True)
     log = open(os.path.join(args.out, "train.log"), "a")
     device = torch.device(args.device)
