@@ -48,8 +48,9 @@ size_t export_features(const std::vector<const monoflow::data::TtsDataset*>& set
       }
       monoflow::train::write_file_atomically(dir + "/" + s.id + ".npy", monoflow::train::encode_npy_float32(s.mel));
       tokens += s.id + "\t";
-      const auto ids = s.text.contiguous();
-      for (int64_t t = 0; t < ids.numel(); ++t) tokens += (t ? " " : "") + std::to_string(ids[t].item<int64_t>());
+      const torch::Tensor ids = s.text.contiguous();  // int64 (batch.h)
+      const int64_t* id = ids.data_ptr<int64_t>();
+      for (int64_t t = 0; t < ids.numel(); ++t) tokens += (t ? " " : "") + std::to_string(id[t]);
       tokens += "\n";
       ++n;
     }

@@ -300,6 +300,20 @@ TEST_F(DistributedTrainer, TwoProcessesEndWithIdenticalWeights) {
   expect_same_weights(a6, b6);
 }
 
+// Both ranks stopped at one step, early in the run: rank 0's newest checkpoint and rank 1's final
+// weights (MONOFLOW_DEBUG_RANK_CHECKPOINTS) hold the same step, past the first and before 1000.
+// Returns that checkpoint ("" when there is none: the caller asserts on it).
+std::string expect_ranks_stopped_together(const std::string& run_dir, const std::string& log) {
+  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
+  EXPECT_FALSE(ckpt.empty()) << log;
+  if (ckpt.empty()) return ckpt;
+  const int64_t step = read_checkpoint_state(ckpt).step;
+  EXPECT_GE(step, 2);
+  EXPECT_LT(step, 1000);
+  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
+  return ckpt;
+}
+
 // SIGTERM to rank 1 alone: both ranks stop at the same step (the stop flag is shared each
 // step), rank 0 writes the checkpoint of that step, and neither hangs.
 TEST_F(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
@@ -321,12 +335,7 @@ TEST_F(DistributedTrainer, ASignalToOneRankStopsBothAtTheSameStep) {
   // Rank 0 got no signal itself, yet reports rank 1's and exits as interrupted: 128 + SIGTERM.
   EXPECT_NE(log0.find("stopped by signal 15 "), std::string::npos) << log0;
   EXPECT_EQ(std::atoi(testing::read_text(dir / "rank0.rc").c_str()), 128 + SIGTERM) << log0;
-  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
-  ASSERT_FALSE(ckpt.empty()) << log0;
-  const int64_t step = read_checkpoint_state(ckpt).step;
-  EXPECT_GE(step, 2);
-  EXPECT_LT(step, 1000);
-  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
+  ASSERT_FALSE(expect_ranks_stopped_together(run_dir, log0).empty());
 }
 
 // The processes whose command line mentions `needle` (a test's own temp folder), other than
@@ -373,12 +382,9 @@ TEST_F(DistributedTrainer, SigtermToTheLauncherStopsEveryRankWithACheckpoint) {
   ASSERT_EQ(rc, 128 + SIGTERM) << log;
   // Both ranks stopped by the signal, at the same step, with rank 0's checkpoint of that step.
   EXPECT_NE(log.find("stopped by signal 15 "), std::string::npos) << log;
-  const std::string ckpt = newest_checkpoint(run_dir + "/checkpoints");
+  const std::string ckpt = expect_ranks_stopped_together(run_dir, log);
   ASSERT_FALSE(ckpt.empty()) << log;
   const int64_t step = read_checkpoint_state(ckpt).step;
-  EXPECT_GE(step, 2);
-  EXPECT_LT(step, 1000);
-  EXPECT_EQ(read_checkpoint_state(run_dir + "/rank1_final.pt").step, step);
 
   // The lock is free: another process takes it at once.
   const int fd = ::open((run_dir + "/" + RunDirLock::kFileName).c_str(), O_RDWR);
