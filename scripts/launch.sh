@@ -41,20 +41,33 @@ trap 'forward 15' TERM HUP  # a closed terminal: the ranks stop with a checkpoin
 
 failed=0       # the first status that is neither 0 nor 128 + the forwarded signal
 interrupted=0  # a rank exited with 128 + the forwarded signal
-while ((${#running[@]})); do
-  # wait -n returns early (pid unset) when a trapped signal arrives; the ranks run on.
-  pid=""
-  wait -n -p pid "${!running[@]}"
-  code=$?
-  [ -n "${pid:-}" ] || continue
-  unset "running[$pid]"
-  if ((signalled && code == 128 + signalled)); then
+ended() {      # ended PID STATUS: one rank is gone
+  unset "running[$1]"
+  if ((signalled && $2 == 128 + signalled)); then
     interrupted=1
-  elif ((code != 0 && failed == 0)); then
-    failed=$code
-    echo "launch: rank exited with status $code; stopping the other ranks" >&2
+  elif (($2 != 0 && failed == 0)); then
+    failed=$2
+    echo "launch: rank exited with status $2; stopping the other ranks" >&2
     ((${#running[@]})) && kill -s TERM "${!running[@]}" 2>/dev/null
   fi
+}
+while ((${#running[@]})); do
+  pid=""
+  wait -n -p pid "${!running[@]}" 2>/dev/null
+  code=$?
+  if [ -n "${pid:-}" ]; then ended "$pid" "$code"; continue; fi
+  # No pid: a trapped signal ended the wait early (the ranks run on), or job control had
+  # already reaped a rank that exited while the launcher was busy (`wait -n` then answers
+  # "no such job", which retried would spin for ever). `wait PID` still has the status of a
+  # reaped child, so every rank that is gone is collected by its pid.
+  gone=0
+  for p in "${!running[@]}"; do
+    kill -0 "$p" 2>/dev/null && continue
+    wait "$p"
+    ended "$p" $?
+    gone=1
+  done
+  ((gone)) || sleep 0.1
 done
 ((failed)) && exit "$failed"
 ((interrupted)) && exit $((128 + signalled))
