@@ -27,6 +27,8 @@ cd "$(dirname "$0")/../.." || exit 1
 # NVLink multicast stays off on shared hosts (the GPU machine's KINDS.md).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-gpu-out} BUILD=${BUILD:-build-gpu}
+# The carried libraries (scripts/gpu.sh sets this too; here for the hook run on its own).
+[ -d .deps/root ] && export LD_LIBRARY_PATH="$PWD/.deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 [ "$gpus" -ge 2 ] || { echo "nccl.sh: $gpus GPU(s), skipped"; exit 0; }
 counts=(1)
