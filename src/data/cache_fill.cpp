@@ -37,7 +37,7 @@ CacheFillResult fill_feature_cache(const std::vector<const TtsDataset*>& dataset
           const auto* cache = ds->cache();
           if (options.force) {
             const auto key = cache->key(ds->item(i).utterance.audio_path);
-            cache->store(key, ds->compute_mel(i, fnv1a64(key)));
+            cache->store(key, ds->compute_cached_mel(i));
             ++computed;
           } else if (ds->ensure_cached(i)) {
             ++computed;

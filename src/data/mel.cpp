@@ -2,8 +2,11 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "data/serial_ops.h"
 
 namespace monoflow::data {
 
@@ -12,6 +15,38 @@ constexpr double kFSp = 200.0 / 3.0;          // Hz per mel in the linear part
 constexpr double kMinLogHz = 1000.0;          // where the log part starts
 constexpr double kMinLogMel = kMinLogHz / kFSp;
 const double kLogStep = std::log(6.4) / 27.0;  // log step of the log part
+
+// basis [n_mels, n_freqs] (float64) times magnitude [B, n_freqs, frames] (T, contiguous, CPU):
+// each band sums its non-zero bins [lo, hi) in ascending order, in float64, on the calling
+// thread. A BLAS matmul splits its sums by its thread count: with 4 or more intra-op threads
+// the float32 mels differed in the last bits from those of 1 or 2 threads (mels cached by
+// preprocess's serial workers against the trainer's main thread; FeatureCache tests on a
+// 32-core host). This order is the same on every thread and machine.
+template <typename T>
+torch::Tensor apply_filterbank(const torch::Tensor& basis, const std::vector<std::pair<int64_t, int64_t>>& bands,
+                               const torch::Tensor& magnitude) {
+  const int64_t batch = magnitude.size(0), n_freqs = magnitude.size(1), frames = magnitude.size(2);
+  const int64_t n_mels = basis.size(0);
+  auto out = torch::empty({batch, n_mels, frames}, magnitude.options());
+  const double* w = basis.data_ptr<double>();
+  const T* in = magnitude.data_ptr<T>();
+  T* o = out.data_ptr<T>();
+  std::vector<double> acc(static_cast<size_t>(frames));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t m = 0; m < n_mels; ++m) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t k = bands[m].first; k < bands[m].second; ++k) {
+        const double wk = w[m * n_freqs + k];
+        const T* row = in + (b * n_freqs + k) * frames;
+        for (int64_t t = 0; t < frames; ++t) acc[t] += wk * static_cast<double>(row[t]);
+      }
+      T* dst = o + (b * n_mels + m) * frames;
+      for (int64_t t = 0; t < frames; ++t) dst[t] = static_cast<T>(acc[t]);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 double hz_to_mel_slaney(double hz) {
@@ -58,11 +93,27 @@ MelSpectrogram::MelSpectrogram(const MelOptions& options) : options_(options) {
                                torch::TensorOptions().dtype(torch::kFloat64));
   basis_ = mel_filterbank(options.sampling_rate, options.filter_length, options.n_mel_channels,
                           options.mel_fmin, options.mel_fmax, torch::kFloat64);
+  const auto a = basis_.accessor<double, 2>();
+  for (int64_t m = 0; m < basis_.size(0); ++m) {
+    int64_t lo = basis_.size(1), hi = 0;
+    for (int64_t k = 0; k < basis_.size(1); ++k) {
+      if (a[m][k] != 0.0) {
+        lo = std::min(lo, k);
+        hi = k + 1;
+      }
+    }
+    bands_.emplace_back(std::min(lo, hi), hi);
+  }
 }
 
 torch::Tensor MelSpectrogram::operator()(const torch::Tensor& audio) const {
   TORCH_CHECK(audio.dim() == 1 || audio.dim() == 2, "MelSpectrogram: audio must be [T] or [B,T]");
   const auto device = audio.device();
+  // On the CPU the mel must not depend on the calling thread's intra-op thread count (cached
+  // mels are compared bit for bit): the element-wise ops run on this thread alone, and the
+  // filterbank's sums in a fixed order (apply_filterbank).
+  std::optional<SerialTorchOps> serial;
+  if (!device.is_cuda()) serial.emplace();
   // float64 input stays float64 (reference checks); everything else is computed in float32.
   const auto dtype = audio.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto x = audio.to(dtype);
@@ -76,6 +127,11 @@ torch::Tensor MelSpectrogram::operator()(const torch::Tensor& audio) const {
     // In float64 on the GPU: a float32 matmul there may run in TF32 (run.allow_tf32), which
     // would round the mel to ~1e-3; this keeps it independent of that global switch.
     mel = torch::matmul(basis_.to(device), magnitude.to(torch::kFloat64)).to(torch::kFloat32);
+  } else if (device.is_cpu()) {
+    const torch::Tensor m = (magnitude.dim() == 2 ? magnitude.unsqueeze(0) : magnitude).contiguous();
+    mel = dtype == torch::kFloat64 ? apply_filterbank<double>(basis_, bands_, m)
+                                   : apply_filterbank<float>(basis_, bands_, m);
+    if (magnitude.dim() == 2) mel = mel.squeeze(0);
   } else {
     mel = torch::matmul(basis_.to(device, dtype), magnitude);
   }

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -28,7 +30,9 @@ class MelSpectrogram {
 
   // audio: [T] or [B, T] in the model's [-1, 1] scale (see waveform()). Returns
   // [n_mels, frames] or [B, n_mels, frames] on audio's device, frames = 1 + T / hop; float32,
-  // or float64 for float64 input (used to check the recipe against a float64 reference).
+  // or float64 for float64 input (used to check the recipe against a float64 reference). On
+  // the CPU the result is the same bits whatever thread calls it and however many intra-op
+  // threads it has (the filterbank's sums run in a fixed order, in float64).
   torch::Tensor operator()(const torch::Tensor& audio) const;
 
   // Frames a signal of `samples` samples gives (centred frames).
@@ -47,6 +51,7 @@ class MelSpectrogram {
   MelOptions options_;
   torch::Tensor window_;  // [win_length] periodic Hann, float64, CPU
   torch::Tensor basis_;   // [n_mels, n_freqs] float64, CPU
+  std::vector<std::pair<int64_t, int64_t>> bands_;  // each band's non-zero bins [lo, hi)
 };
 
 // A CPU generator for dither with a fixed seed (deterministic batches for exact resume).
