@@ -2,8 +2,11 @@
 
 #include <sndfile.h>
 #include <soxr.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <mutex>
 
 #include "common/error.h"
+#include "common/input_file.h"
 
 namespace monoflow::data {
 
@@ -21,6 +25,38 @@ struct SndCloser {
   void operator()(SNDFILE* f) const { sf_close(f); }
 };
 using SndPtr = std::unique_ptr<SNDFILE, SndCloser>;
+
+// A read-only descriptor behind libsndfile's virtual I/O: read_audio opens the file itself
+// (common/input_file.h: a FIFO or a device is refused instead of blocking) and keeps the
+// descriptor's ownership, whatever sf_open_virtual does on failure.
+struct FdFile {
+  int fd = -1;
+  ~FdFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+sf_count_t fd_length(void* user) {
+  struct stat st {};
+  return ::fstat(static_cast<FdFile*>(user)->fd, &st) == 0 ? static_cast<sf_count_t>(st.st_size) : 0;
+}
+sf_count_t fd_seek(sf_count_t offset, int whence, void* user) {
+  return ::lseek(static_cast<FdFile*>(user)->fd, offset, whence);
+}
+sf_count_t fd_read(void* ptr, sf_count_t count, void* user) {
+  sf_count_t done = 0;
+  while (done < count) {
+    const ssize_t n = ::read(static_cast<FdFile*>(user)->fd, static_cast<char*>(ptr) + done,
+                             static_cast<size_t>(count - done));
+    if (n > 0) {
+      done += n;
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  return done;
+}
+sf_count_t fd_write(const void*, sf_count_t, void*) { return 0; }
+sf_count_t fd_tell(void* user) { return ::lseek(static_cast<FdFile*>(user)->fd, 0, SEEK_CUR); }
 
 // A growable byte buffer behind libsndfile's virtual I/O (writes may seek back to the header).
 struct MemoryFile {
@@ -54,9 +90,16 @@ sf_count_t memory_tell(void* user) { return static_cast<MemoryFile*>(user)->pos;
 // 393 MHz crashed soxr (the fuzzer's find) and from 1 Hz would ask for 22050 times the samples.
 constexpr int kMinRate = 1000, kMaxRate = 768000;
 
-SndPtr open_read(const std::string& path, SF_INFO* info) {
+// `file` must outlive the returned handle.
+SndPtr open_read(const std::string& path, SF_INFO* info, FdFile& file) {
   *info = SF_INFO{};
-  SndPtr f(sf_open(path.c_str(), SFM_READ, info));
+  file.fd = open_input_file(path, "audio must be a wav/flac/ogg file");
+  if (file.fd < 0) {
+    throw FileError(path, 0, std::string("cannot read audio: ") + std::strerror(errno) +
+                                 " (is the path right and the file a wav/flac/ogg?)");
+  }
+  static SF_VIRTUAL_IO io{fd_length, fd_seek, fd_read, fd_write, fd_tell};
+  SndPtr f(sf_open_virtual(&io, SFM_READ, info, &file));
   if (!f) {
     throw FileError(path, 0, std::string("cannot read audio: ") + sf_strerror(nullptr) +
                                  " (is the path right and the file a wav/flac/ogg?)");
@@ -80,8 +123,69 @@ void warn(const std::string& msg) {
 
 AudioInfo probe_audio(const std::string& path) {
   SF_INFO info;
-  SndPtr f = open_read(path, &info);
+  FdFile file;
+  SndPtr f = open_read(path, &info, file);
   return {static_cast<int64_t>(info.frames), info.samplerate, info.channels};
+}
+
+namespace {
+
+// Non-finite samples and the peak of the finite ones, over consecutive blocks of samples.
+struct SampleScan {
+  size_t non_finite = 0;
+  size_t first = 0;  // index of the first non-finite sample
+  size_t seen = 0;
+  float peak = 0;
+
+  void add(const float* samples, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = samples[i];
+      if (std::isfinite(v)) {
+        peak = std::max(peak, std::abs(v));
+      } else if (non_finite++ == 0) {
+        first = seen + i;
+      }
+    }
+    seen += n;
+  }
+  // `per_second`: samples per second (rate x channels for interleaved frames).
+  std::string problem(double per_second) const {
+    char text[200];
+    if (non_finite > 0) {
+      std::snprintf(text, sizeof text, "%zu NaN/Inf sample(s), the first at %.3f s: its mel would not be finite",
+                    non_finite, static_cast<double>(first) / per_second);
+      return text;
+    }
+    if (peak < kSilentPeak) {
+      std::snprintf(text, sizeof text, "silent: no sample reaches one 16-bit step (peak %.3g); an empty recording?",
+                    static_cast<double>(peak));
+      return text;
+    }
+    return "";
+  }
+};
+
+}  // namespace
+
+std::string samples_problem(const std::vector<float>& samples, int rate) {
+  SampleScan scan;
+  scan.add(samples.data(), samples.size());
+  return scan.problem(rate);
+}
+
+std::string audio_content_problem(const std::string& path) {
+  SF_INFO info;
+  FdFile file;
+  SndPtr f = open_read(path, &info, file);
+  // libsndfile scales integer formats to [-1, 1); float formats come through as stored, NaN and
+  // Inf included. Interleaved channels are scanned alike.
+  constexpr sf_count_t kBlock = 1 << 15;
+  std::vector<float> block(static_cast<size_t>(kBlock) * info.channels);
+  SampleScan scan;
+  for (sf_count_t n; (n = sf_readf_float(f.get(), block.data(), kBlock)) > 0;) {
+    scan.add(block.data(), static_cast<size_t>(n) * info.channels);
+  }
+  return scan.problem(static_cast<double>(info.samplerate) * info.channels);
 }
 
 int64_t resampled_length(int64_t frames, int from_rate, int to_rate) {
@@ -92,7 +196,8 @@ int64_t resampled_length(int64_t frames, int from_rate, int to_rate) {
 
 Audio read_audio(const std::string& path, int target_rate, bool resample) {
   SF_INFO info;
-  SndPtr f = open_read(path, &info);
+  FdFile file;
+  SndPtr f = open_read(path, &info, file);
   if (info.samplerate != target_rate && !resample) {
     throw FileError(path, 0,
                     "sample rate " + std::to_string(info.samplerate) + " Hz, expected " +

@@ -13,8 +13,20 @@ struct AudioInfo {
   int channels = 0;
 };
 
-// Reads the header only. Throws FileError(path) when the file is missing or unreadable.
+// Reads the header only. Throws FileError(path) when the file is missing or unreadable, or not
+// a regular file (a FIFO or a device would block the read: common/input_file.h).
 AudioInfo probe_audio(const std::string& path);
+
+// Below this peak (one 16-bit step) audio counts as silent.
+constexpr float kSilentPeak = 1.0f / 32768.0f;
+
+// "" when the samples can make a mel, else what is wrong with them: NaN/Inf samples (a float
+// wav; the mel and every loss of its batches would not be finite), or silence (no sample
+// reaches kSilentPeak). `rate` places the first bad sample in seconds.
+std::string samples_problem(const std::vector<float>& samples, int rate);
+
+// samples_problem of the whole file, decoded as stored (no resampling). Throws as probe_audio.
+std::string audio_content_problem(const std::string& path);
 
 // Samples per channel after resampling `frames` from `from_rate` to `to_rate` (what
 // read_audio returns; used to predict mel lengths without decoding).

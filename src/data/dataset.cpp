@@ -73,6 +73,20 @@ TtsDataset::TtsDataset(const std::vector<Utterance>& utterances, const DataOptio
         continue;
       }
     }
+    // Decoded once, where no cache entry holds its mel yet (an entry was stored only after this
+    // same check passed in compute_mel): NaN/Inf samples would make every batch that draws the
+    // utterance non-finite, silence would train the text against nothing.
+    try {
+      if (!cache_ || !cache_->contains(cache_->key(u.audio_path))) {
+        if (const std::string why = audio_content_problem(u.audio_path); !why.empty()) {
+          bad.report(u.source, u.line, "utterance '" + u.id + "': " + u.audio_path + ": " + why);
+          continue;
+        }
+      }
+    } catch (const FileError& e) {
+      bad.report(u.source, u.line, e.what());
+      continue;
+    }
     item.utterance = u;
     multi_speaker_ = multi_speaker_ || u.speaker >= 0;
     stats_.audio_seconds += static_cast<double>(item.samples) / options.mel.sampling_rate;
@@ -88,7 +102,7 @@ std::vector<int64_t> TtsDataset::mel_lengths() const {
   return out;
 }
 
-torch::Tensor TtsDataset::compute_mel(size_t i, uint64_t dither_seed) const {
+Audio TtsDataset::read_item_audio(size_t i) const {
   const DatasetItem& it = items_.at(i);
   Audio audio = read_audio(it.utterance.audio_path, options_.mel.sampling_rate,
                            options_.on_rate_mismatch == "resample");
@@ -98,17 +112,40 @@ torch::Tensor TtsDataset::compute_mel(size_t i, uint64_t dither_seed) const {
                         std::to_string(audio.samples.size()) + " samples, expected " +
                         std::to_string(it.samples) + ")");
   }
+  if (const std::string why = samples_problem(audio.samples, audio.sample_rate); !why.empty()) {
+    throw FileError(it.utterance.audio_path, 0, "utterance '" + it.utterance.id + "' (" + it.utterance.source + ":" +
+                                                    std::to_string(it.utterance.line) + "): " + why);
+  }
+  return audio;
+}
+
+torch::Tensor TtsDataset::mel_of(Audio& audio, uint64_t dither_seed) const {
   auto samples = torch::from_blob(audio.samples.data(),
                                   {static_cast<int64_t>(audio.samples.size())}, torch::kFloat32);
   auto wav = mel_.waveform(samples, make_cpu_generator(dither_seed));
   return mel_(wav).contiguous();
 }
 
+torch::Tensor TtsDataset::compute_mel(size_t i, uint64_t dither_seed) const {
+  Audio audio = read_item_audio(i);
+  return mel_of(audio, dither_seed);
+}
+
+uint64_t content_seed(const std::vector<float>& samples) {
+  return fnv1a64(samples.data(), samples.size() * sizeof(float));
+}
+
+torch::Tensor TtsDataset::compute_cached_mel(size_t i) const {
+  Audio audio = read_item_audio(i);
+  const uint64_t seed = content_seed(audio.samples);
+  return mel_of(audio, seed);
+}
+
 bool TtsDataset::ensure_cached(size_t i) const {
   TORCH_CHECK(cache_, "ensure_cached: no cache_dir set");
   const std::string key = cache_->key(items_.at(i).utterance.audio_path);
   if (cache_->load(key)) return false;
-  cache_->store(key, compute_mel(i, fnv1a64(key)));
+  cache_->store(key, compute_cached_mel(i));
   return true;
 }
 
@@ -123,7 +160,7 @@ Sample TtsDataset::get(size_t i, uint64_t dither_seed) const {
     if (auto hit = cache_->load(key)) {
       s.mel = *hit;
     } else {
-      s.mel = compute_mel(i, fnv1a64(key));
+      s.mel = compute_cached_mel(i);
       cache_->store(key, s.mel);
     }
   } else {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "data/audio.h"
 #include "data/batch.h"
 #include "data/feature_cache.h"
 #include "data/manifest.h"
@@ -32,11 +33,16 @@ struct DatasetStats {
   double audio_seconds = 0; // of the kept items
 };
 
+// The dither seed of a cached mel: 64-bit FNV-1a of the samples' bytes.
+uint64_t content_seed(const std::vector<float>& samples);
+
 class TtsDataset {
  public:
-  // Checks every utterance before anything is batched: audio readable (header), sample rate
-  // (when on_rate_mismatch is error), at least filter_length samples, text encodes to at least
-  // one token, at least one usable mel frame per token (frames cut to a multiple of n_sqz).
+  // Checks every utterance before anything is batched: audio readable (header; a regular file,
+  // not a FIFO or a device), sample rate (when on_rate_mismatch is error), at least
+  // filter_length samples, text encodes to at least one token, at least one usable mel frame per
+  // token (frames cut to a multiple of n_sqz), and, unless the cache holds its mel already,
+  // samples that are finite and not silent (decoded once: audio_content_problem).
   // Failures go to `bad` with the manifest's file and line. Utterances longer than
   // max_mel_frames are left out and counted. A FeatureCache is used when cache_dir is set.
   TtsDataset(const std::vector<Utterance>& utterances, const DataOptions& options,
@@ -50,19 +56,28 @@ class TtsDataset {
   const MelSpectrogram& mel_spectrogram() const { return mel_; }
   const FeatureCache* cache() const { return cache_.get(); }
 
-  // The sample of item i. The mel comes from the cache when present (computed and stored on a
-  // miss; its dither is then seeded by the cache key, i.e. fixed per utterance), otherwise it
-  // is computed with dither seeded by `dither_seed`. Thread-safe. Throws FileError when the
-  // audio changed or vanished since construction.
+  // The sample of item i. The mel comes from the cache when present (computed by
+  // compute_cached_mel and stored on a miss), otherwise it is computed with dither seeded by
+  // `dither_seed`. Thread-safe. Throws FileError when the audio changed or vanished since
+  // construction, or its samples are not finite or silent.
   Sample get(size_t i, uint64_t dither_seed) const;
 
   // The mel of item i computed from its audio (no cache). Thread-safe.
   torch::Tensor compute_mel(size_t i, uint64_t dither_seed) const;
 
+  // The mel the cache holds for item i: its dither seeded by the decoded samples
+  // (content_seed), so that the mel is a function of the audio and the settings only, not of
+  // the file's path, size or modification time: a corpus copied elsewhere, or touched, caches
+  // and trains the same bits. Thread-safe.
+  torch::Tensor compute_cached_mel(size_t i) const;
+
   // Fills the cache entry of item i if missing; returns true when it computed one.
   bool ensure_cached(size_t i) const;
 
  private:
+  Audio read_item_audio(size_t i) const;  // decoded, resampled, length and content checked
+  torch::Tensor mel_of(Audio& audio, uint64_t dither_seed) const;
+
   DataOptions options_;
   MelSpectrogram mel_;
   std::unique_ptr<FeatureCache> cache_;

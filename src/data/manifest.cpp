@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <random>
+#include <sstream>
 
+#include "common/contained_path.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/strings.h"
 #include "data/text/utf8.h"
 
@@ -47,12 +49,12 @@ std::vector<std::string> split_pipes(const std::string& s, size_t max_fields) {
   return out;
 }
 
-std::ifstream open_text(const std::string& path, const std::string& hint) {
-  // A directory opens as an empty stream: it would read as a list without a line.
-  if (std::filesystem::is_directory(path)) throw FileError(path, 0, "is a directory, not a file: " + hint);
-  std::ifstream in(path);
-  if (!in) throw FileError(path, 0, "cannot open: " + hint);
-  return in;
+// The whole list. A directory would read as a list without a line, and a FIFO would block the
+// open forever: both are refused naming the file (common/input_file.h).
+std::istringstream open_text(const std::string& path, const std::string& hint) {
+  std::string text;
+  if (!read_input_file(path, hint, text)) throw FileError(path, 0, "cannot open: " + hint);
+  return std::istringstream(std::move(text));
 }
 
 // Editors on Windows start UTF-8 files with a byte-order mark; it is not part of the first id.
@@ -103,13 +105,17 @@ void for_each_record(std::istream& in, const std::string& file, size_t fields,
 
 std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& bad) {
   const std::string meta = (fs::path(dataset_dir) / "metadata.csv").string();
-  std::ifstream in = open_text(meta, "an LJSpeech folder needs metadata.csv (id|raw|normalized)");
+  std::istringstream in = open_text(meta, "an LJSpeech folder needs metadata.csv (id|raw|normalized)");
   std::vector<Utterance> out;
   for_each_record(in, meta, 3, "id|raw|normalized", bad, [&](const std::vector<std::string>& f, int n) {
     Utterance u;
     u.id = trim(f[0]);
     u.text = trim(f[2]);
     if (u.id.empty()) return bad.report(meta, n, "empty id");
+    // The id names wavs/<id>.wav and the files tools write for it: a name, never a path.
+    if (const std::string why = name_problem(u.id); !why.empty()) {
+      return bad.report(meta, n, "utterance id '" + u.id + "' " + why + "; an id is a file name in wavs/, not a path");
+    }
     if (u.text.empty()) return bad.report(meta, n, "empty normalized text");
     u.audio_path = (fs::path(dataset_dir) / "wavs" / (u.id + ".wav")).string();
     u.source = meta;
@@ -121,8 +127,8 @@ std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& b
 
 std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker,
                                      int n_speakers, const std::string& base_dir,
-                                     BadLines& bad) {
-  std::ifstream in = open_text(path, multi_speaker ? "expected a filelist path|speaker|text"
+                                     BadLines& bad, bool allow_outside) {
+  std::istringstream in = open_text(path, multi_speaker ? "expected a filelist path|speaker|text"
                                                    : "expected a filelist path|text");
   std::vector<Utterance> out;
   for_each_record(in, path, multi_speaker ? 3 : 2, multi_speaker ? "path|speaker|text" : "path|text", bad,
@@ -145,9 +151,23 @@ std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker
       u.speaker = v;
     }
     fs::path p(audio);
+    if (!allow_outside) {
+      const std::string folder = base_dir.empty() ? "the working directory" : base_dir;
+      if (p.is_absolute()) {
+        return bad.report(path, n, "audio path '" + audio + "' is absolute; give it relative to " + folder +
+                                       " (or set data.allow_outside_paths: true)");
+      }
+      if (!lexically_inside(base_dir, (fs::path(base_dir) / p).string())) {
+        return bad.report(path, n, "audio path '" + audio + "' leads out of " + folder +
+                                       " (or set data.allow_outside_paths: true)");
+      }
+    }
     if (p.is_relative() && !base_dir.empty()) p = fs::path(base_dir) / p;
     u.audio_path = p.string();
     u.id = p.stem().string();
+    if (const std::string why = name_problem(u.id); !why.empty()) {
+      return bad.report(path, n, "utterance id '" + u.id + "' (the audio file's name) " + why);
+    }
     u.source = path;
     u.line = n;
     out.push_back(std::move(u));

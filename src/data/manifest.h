@@ -33,17 +33,22 @@ class BadLines {
   int64_t max_printed_ = 50;
 };
 
-// dataset_dir/metadata.csv; audio dataset_dir/wavs/<id>.wav. Lines need 3 fields and a
-// non-empty normalized text. Missing metadata.csv throws FileError.
+// dataset_dir/metadata.csv; audio dataset_dir/wavs/<id>.wav. Lines need 3 fields, a non-empty
+// normalized text and an id that is a plain file name (common/contained_path.h: no '/', '\\',
+// "..", NUL). A missing metadata.csv, or one that is not a regular file (a FIFO, a folder),
+// throws FileError.
 std::vector<Utterance> read_ljspeech(const std::string& dataset_dir, BadLines& bad);
 
 // A filelist: path|text, or path|speaker|text when multi_speaker (speaker: a non-negative
 // integer below n_speakers when n_speakers > 0). Relative paths are resolved against base_dir
 // when it is non-empty, else used as they are (relative to the working directory, as the
-// original). Blank lines are ignored. A missing filelist throws FileError.
+// original). A path may have sub-folders but must stay inside base_dir (or the working
+// directory): an absolute path, or one whose ".." leads out, is a bad line unless
+// `allow_outside` (data.allow_outside_paths). Blank lines are ignored. A missing filelist, or
+// one that is not a regular file, throws FileError.
 std::vector<Utterance> read_filelist(const std::string& path, bool multi_speaker,
                                      int n_speakers, const std::string& base_dir,
-                                     BadLines& bad);
+                                     BadLines& bad, bool allow_outside = false);
 
 // Splits `all` into (train, validation): `validation_size` utterances chosen by a seeded
 // shuffle; both parts keep the input order. validation_size >= size leaves one for training.

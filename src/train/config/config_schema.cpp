@@ -249,6 +249,7 @@ std::vector<Field> make_fields() {
       field("data.num_workers", &C::loader, &LO::num_workers),
       field("data.prefetch_batches", &C::loader, &LO::prefetch_batches),
       field("data.max_mel_frames", &C::data, &DO::max_mel_frames),
+      field("data.allow_outside_paths", &C::data, &DO::allow_outside_paths),
 
       // The model section: models::GlowTTSOptions, checked by its validate().
       field("model.hidden_channels", &C::model, &GO::hidden_channels_),
