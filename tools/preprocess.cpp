@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_main.h"
+#include "common/contained_path.h"
 #include "data/cache_fill.h"
 #include "data/datasets.h"
 #include "data/text_encoder.h"
@@ -43,10 +44,9 @@ size_t export_features(const std::vector<const monoflow::data::TtsDataset*>& set
     if (!set) continue;
     for (size_t i = 0; i < set->size(); ++i) {
       const monoflow::data::Sample s = set->get(i, 0);  // from the cache just filled
-      if (s.id.empty() || s.id.find('/') != std::string::npos || s.id == "." || s.id == "..") {
-        throw monoflow::UserError("preprocess: --npy-out: utterance id '" + s.id + "' is not a file name");
-      }
-      monoflow::train::write_file_atomically(dir + "/" + s.id + ".npy", monoflow::train::encode_npy_float32(s.mel));
+      // Inside --npy-out, whatever the id holds (the manifest refused ids that are paths already).
+      monoflow::train::write_file_atomically(monoflow::child_path(dir, s.id, ".npy", "--npy-out: utterance id"),
+                                             monoflow::train::encode_npy_float32(s.mel));
       tokens += s.id + "\t";
       const torch::Tensor ids = s.text.contiguous();  // int64 (batch.h)
       const int64_t* id = ids.data_ptr<int64_t>();
@@ -89,7 +89,10 @@ int main(int argc, char** argv) {
     if (!cache_dir.empty()) flags.push_back({"--cache-dir", "data.cache_dir=" + cache_dir});
     const train::Config config = config_path.empty() ? train::parse_config("", "defaults", overrides, flags)
                                                      : train::load_config(config_path, overrides, flags);
-    const data::DataOptions o = train::data_options(config);
+    data::DataOptions o = train::data_options(config);
+    // Every utterance is filled, training or validation alike: no split, so that a small
+    // dataset with the default validation_size is not refused here.
+    if (o.validation_files.empty()) o.validation_size = 0;
     // The features need no text; the export writes the tokens too.
     std::shared_ptr<const monoflow::text::TextProcessor> text;
     if (!npy_out.empty()) text = std::make_shared<const monoflow::text::TextProcessor>(config.text);

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "cli_main.h"
+#include "common/contained_path.h"
 #include "common/error.h"
 #include "train/log/image.h"
 #include "train/log/plot.h"
@@ -80,9 +81,10 @@ int main(int argc, char** argv) {
         if (!r.unknown_report.empty()) {
           std::fprintf(stderr, "warning: %s: %s\n", texts[k].what.c_str(), r.unknown_report.c_str());
         }
-        const std::string stem = out_dir + "/" + lines[k].id;
-        monoflow::train::write_file(stem + ".wav", monoflow::train::encode_wav16(r.audio, r.sample_rate));
-        if (mels) monoflow::train::write_file(stem + ".npy", monoflow::train::encode_npy_float32(r.mel));
+        // Inside --out-dir, whatever the id holds (read_text_file checked it already).
+        const auto in_out_dir = [&](const char* ext) { return monoflow::child_path(out_dir, lines[k].id, ext, "id"); };
+        monoflow::train::write_file(in_out_dir(".wav"), monoflow::train::encode_wav16(r.audio, r.sample_rate));
+        if (mels) monoflow::train::write_file(in_out_dir(".npy"), monoflow::train::encode_npy_float32(r.mel));
         seconds += static_cast<double>(r.audio.numel()) / r.sample_rate;
       });
       std::fprintf(stderr, "wrote %zu wavs to %s: %.2f s of audio\n", lines.size(), out_dir.c_str(), seconds);

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -44,15 +46,17 @@ inline int open_input_file(const std::string& path, const std::string& what) {
   return fd;
 }
 
-// Reads the whole regular file `path` into `out`. Returns false with errno set when open()
-// fails; throws FileError for a file that is not regular (open_input_file) or a read error.
-inline bool read_input_file(const std::string& path, const std::string& what, std::string& out) {
+// Reads the regular file `path` into `out`, at most `max_bytes` of it. Returns false with errno
+// set when open() fails; throws FileError for a file that is not regular (open_input_file) or a
+// read error.
+inline bool read_input_file(const std::string& path, const std::string& what, std::string& out,
+                            size_t max_bytes = SIZE_MAX) {
   const int fd = open_input_file(path, what);
   if (fd < 0) return false;
   out.clear();
   char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+  while (out.size() < max_bytes) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, max_bytes - out.size()));
     if (n > 0) {
       out.append(buf, static_cast<size_t>(n));
     } else if (n == 0) {

@@ -123,7 +123,7 @@ class Trainer {
   std::optional<data::Batch> initialise_actnorms();
   bool stop_now(RunSummary& summary);
   StepResult take_step(const data::Batch& host, const data::LoaderPosition& position, data::Batch& device_batch);
-  void note_skipped(const data::LoaderPosition& position);
+  void note_skipped(const data::LoaderPosition& position, const std::vector<std::string>& ids);
   void compare_align(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position);
   void after_step(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position);
   void finish(RunSummary& summary);
@@ -693,12 +693,16 @@ StepResult Trainer::take_step(const data::Batch& host, const data::LoaderPositio
 }
 
 // An eager step whose loss was not finite: counted, said, and the run ends after too many in a row.
-void Trainer::note_skipped(const data::LoaderPosition& position) {
+void Trainer::note_skipped(const data::LoaderPosition& position, const std::vector<std::string>& ids) {
   ++skipped_;
   ++nonfinite_in_row_;
+  std::string names;  // the batch's utterances, so that a bad one can be found
+  for (size_t i = 0; i < ids.size() && i < 8; ++i) names += (i ? ", " : "") + ids[i];
+  if (ids.size() > 8) names += ", ... (" + std::to_string(ids.size()) + " in all)";
   say("warning: non-finite loss at step " + std::to_string(step_ + 1) + " (epoch " +
-      std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) + "): update skipped (" +
-      std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) + " in total)");
+      std::to_string(position.epoch + 1) + ", batch " + std::to_string(position.batch) + "; utterances " + names +
+      "): update skipped (" + std::to_string(nonfinite_in_row_) + " in a row, " + std::to_string(skipped_) +
+      " in total)");
   stop_if_nonfinite_run(nonfinite_in_row_);
 }
 
@@ -818,7 +822,7 @@ RunSummary Trainer::run() {
     data::Batch device_batch;
     const StepResult r = take_step(*host, position, device_batch);
     if (!r.finite) {
-      note_skipped(position);
+      note_skipped(position, host->ids);
       continue;
     }
     nonfinite_in_row_ = 0;

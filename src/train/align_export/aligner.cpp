@@ -8,8 +8,10 @@
 #include <memory>
 #include <sstream>
 
+#include "common/contained_path.h"
 #include "common/error.h"
 #include "data/dataset.h"
+#include "data/datasets.h"
 #include "data/loader.h"
 #include "data/manifest.h"
 #include "data/posix_fs.h"
@@ -69,10 +71,7 @@ data::DataOptions alignment_data_options(const Config& c, const AlignOptions& o)
 
 // The manifest's utterances; a repeated id (its files would overwrite the first's) is a bad line.
 std::vector<data::Utterance> read_utterances(const data::DataOptions& d, data::BadLines& bad) {
-  const std::vector<data::Utterance> all =
-      d.training_files.empty()
-          ? data::read_ljspeech(d.dataset_dir, bad)
-          : data::read_filelist(d.training_files, d.n_speakers > 1, d.n_speakers, d.dataset_dir, bad);
+  const std::vector<data::Utterance> all = data::read_manifest(d.training_files, d, bad);
   std::map<std::string, const data::Utterance*> first;
   std::vector<data::Utterance> out;
   for (const data::Utterance& u : all) {
@@ -143,18 +142,21 @@ UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text
 }
 
 // durations/<id>.json and .npy, and images/<id>.png when `path` (the MAS path [T, model
-// frames]) is defined. The TextGrid comes once the whole run has been seen (recentre.h).
+// frames]) is defined. The TextGrid comes once the whole run has been seen (recentre.h). Every
+// file stays inside its folder of out_dir (child_path), whatever the id holds.
 void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, const FrameTiming& timing,
                      const torch::Tensor& path) {
-  const std::string stem = out_dir + "/durations/" + u.id;
-  write_file(stem + ".json", durations_json(u, timing));
+  write_file(child_path(out_dir + "/durations", u.id, ".json", "utterance id"), durations_json(u, timing));
   torch::Tensor frames = torch::empty({static_cast<int64_t>(u.tokens.size())}, torch::kInt32);
   auto frames_at = frames.accessor<int32_t, 1>();
   for (size_t t = 0; t < u.tokens.size(); ++t) {
     frames_at[static_cast<int64_t>(t)] = static_cast<int32_t>(u.tokens[t].frames);
   }
-  write_file(stem + ".npy", encode_npy_int32(frames));
-  if (path.defined()) write_file(out_dir + "/images/" + u.id + ".png", render_plot(path, PlotLabels{"frame", "token", 240, "MAS alignment (" + u.id + ")"}).bytes);
+  write_file(child_path(out_dir + "/durations", u.id, ".npy", "utterance id"), encode_npy_int32(frames));
+  if (path.defined()) {
+    write_file(child_path(out_dir + "/images", u.id, ".png", "utterance id"),
+               render_plot(path, PlotLabels{"frame", "token", 240, "MAS alignment (" + u.id + ")"}).bytes);
+  }
 }
 
 }  // namespace
@@ -287,7 +289,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   report.recentred_ms = offset_s * 1000;
   for (auto& [id, grid] : grids) {
     if (offset_s != 0) shift_boundaries(grid, offset_s);
-    write_file(o.out_dir + "/textgrids/" + id + ".TextGrid", format_textgrid(grid));
+    write_file(child_path(o.out_dir + "/textgrids", id, ".TextGrid", "utterance id"), format_textgrid(grid));
   }
 
   std::vector<SummaryRow> written;  // dataset order

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/input_file.h"
 #include "train/config/config_schema.h"
 #include "train/config/library_options.h"
 #include "train/config/yaml_bounds.h"
@@ -85,12 +86,12 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
                    const std::vector<FlagOverride>& flags) {
   check_config_file_size(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
-  // Read at most one byte past the bound: the file may have grown since it was measured.
-  std::string text(YamlBounds::kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  // A FIFO or a folder is refused, not waited on (common/input_file.h). Read at most one byte
+  // past the bound: the file may have grown since it was measured.
+  std::string text;
+  if (!read_input_file(path, "--config takes a YAML file", text, static_cast<size_t>(YamlBounds::kMaxFileBytes) + 1)) {
+    throw FileError(path, 0, "cannot open the config file (does it exist and is it readable?)");
+  }
   if (static_cast<int64_t>(text.size()) > YamlBounds::kMaxFileBytes)
     throw FileError(path, 0, "the config file grew past " + std::to_string(YamlBounds::kMaxFileBytes) +
                                  " bytes while it was read; a config is a few KB of keys");

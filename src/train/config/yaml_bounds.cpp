@@ -105,7 +105,7 @@ void check_config_file_size(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // the reader says what is wrong
   if (S_ISDIR(st.st_mode)) throw FileError(path, 0, "is a directory, not a config file; pass a .yaml file");
-  // A pipe (--config <(...)) is read up to the bound by load_config.
+  // A FIFO is refused by load_config's reader (common/input_file.h), not waited on.
   if (st.st_size > YamlBounds::kMaxFileBytes)
     throw FileError(path, 0, "the config file is " + mib(st.st_size) + "; a config is a few KB of keys, and files over " +
                                  mib(YamlBounds::kMaxFileBytes) + " are not read; check that this is the config you meant");

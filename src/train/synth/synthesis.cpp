@@ -15,7 +15,9 @@
 #include <set>
 #include <sstream>
 
+#include "common/contained_path.h"
 #include "common/error.h"
+#include "common/input_file.h"
 #include "data/mel.h"
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
@@ -140,7 +142,15 @@ torch::Tensor vocoder_audio(const std::string& path, torch::jit::script::Module&
     throw FileError(path, 0, "the vocoder returned a tensor of shape " + c10::str(audio.sizes()) +
                                  "; expected one waveform: [1, 1, N], [1, N] or [N]");
   }
-  return audio.flatten().to(torch::kCPU, torch::kFloat32).clamp(-1.0, 1.0);
+  audio = audio.flatten().to(torch::kCPU, torch::kFloat32);
+  // Clipping and the int16 conversion would turn NaN into silence, written with exit code 0.
+  if (const int64_t bad = (~torch::isfinite(audio)).sum().item<int64_t>(); bad > 0) {
+    throw FileError(path, 0, "the vocoder returned " + std::to_string(bad) + " non-finite (NaN/Inf) sample(s) of " +
+                                 std::to_string(audio.numel()) + " for a mel of " + std::to_string(mel.size(1)) +
+                                 " frames; check the vocoder (its weights, or the mel scale it expects: monoflow's "
+                                 "is the natural log of the mel magnitude)");
+  }
+  return audio.clamp(-1.0, 1.0);
 }
 
 // The config the model is built from: --config when given, else the checkpoint's snapshot
@@ -314,8 +324,11 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
 SynthesisResult synthesize(const SynthesisOptions& o) { return Synthesizer(o).say(o.text); }
 
 std::vector<TextFileLine> read_text_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in || std::filesystem::is_directory(path)) throw FileError(path, 0, "cannot read this text file");
+  std::string text;
+  if (!read_input_file(path, "--text-file takes a text file, one line to say per line", text)) {
+    throw FileError(path, 0, "cannot read this text file");
+  }
+  std::istringstream in(std::move(text));
   std::vector<TextFileLine> lines;
   std::set<std::string> ids;
   std::string line;
@@ -335,8 +348,9 @@ std::vector<TextFileLine> read_text_file(const std::string& path) {
       t.id = line.substr(0, bar);
       t.text = line.substr(line.rfind('|') + 1);
     }
-    if (t.id.empty() || t.id.find('/') != std::string::npos) {
-      throw UserError(path + ":" + std::to_string(number) + ": the id before '|' must be a file name, got '" + t.id + "'");
+    if (const std::string why = name_problem(t.id); !why.empty()) {
+      throw UserError(path + ":" + std::to_string(number) + ": the id before '|' must be a file name, got '" + t.id +
+                      "' (" + why + ")");
     }
     if (!ids.insert(t.id).second) {
       throw UserError(path + ":" + std::to_string(number) + ": id '" + t.id + "' appears twice");
