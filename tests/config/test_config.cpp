@@ -2,10 +2,16 @@
 // with the place its message names.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "common/error.h"
 #include "train/config/config_io.h"
@@ -324,6 +330,36 @@ TEST(ConfigErrors, MissingFile) {
     EXPECT_EQ(e.file(), "/nonexistent/monoflow.yaml");
     EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos);
   }
+}
+
+// A FIFO as the config: refused at once (issue #28). open() of a FIFO blocks until a writer
+// comes, so without the check the load hangs: after 30 s the test opens the FIFO for writing,
+// which releases it, and fails.
+TEST(ConfigErrors, AFifoIsRefusedNotWaitedOn) {
+  char dir[] = "/tmp/monoflow-config-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/config.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::promise<std::string> message;
+  std::future<std::string> done = message.get_future();
+  std::thread loader([&] {
+    try {
+      load_config(fifo);
+      message.set_value("(no error)");
+    } catch (const UserError& e) {
+      message.set_value(e.what());
+    }
+  });
+  const bool hung = done.wait_for(std::chrono::seconds(30)) != std::future_status::ready;
+  while (done.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  }
+  loader.join();
+  EXPECT_FALSE(hung);
+  EXPECT_NE(done.get().find(fifo + ": is a FIFO (named pipe), not a file"), std::string::npos);
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
 }
 
 TEST(ConfigPrint, ToYamlReadsBackToTheSameConfig) {

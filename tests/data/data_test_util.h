@@ -1,8 +1,16 @@
 // Helpers for the data tests: a temporary folder and small synthetic LJSpeech-layout corpora.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
+#include <future>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -48,6 +56,39 @@ inline void expect_file_error(const std::function<void()>& f, const std::string&
     EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
   }
 }
+
+// Runs f() on a thread for at most `seconds` and returns the message of what it threw, "(no
+// error)", or "(hung)". open() of a FIFO blocks until a writer comes, so a reader that hangs on
+// one of `fifos` is released by opening it for writing and closing it (end of file), and the
+// test fails instead of hanging.
+inline std::string error_within(const std::function<void()>& f, const std::vector<std::string>& fifos,
+                                double seconds = 30) {
+  std::promise<std::string> result;
+  std::future<std::string> done = result.get_future();
+  std::thread worker([&] {
+    try {
+      f();
+      result.set_value("(no error)");
+    } catch (const std::exception& e) {
+      result.set_value(e.what());
+    }
+  });
+  bool hung = false;
+  if (done.wait_for(std::chrono::duration<double>(seconds)) != std::future_status::ready) {
+    hung = true;
+    while (done.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready) {
+      for (const std::string& fifo : fifos) {
+        const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // succeeds only while a reader waits
+        if (fd >= 0) ::close(fd);
+      }
+    }
+  }
+  worker.join();
+  return hung ? "(hung)" : done.get();
+}
+
+// mkfifo `path` (0600); fails the test when it cannot.
+inline void make_fifo(const std::string& path) { ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path; }
 
 // A tone of `samples` samples on the int16 grid (exactly representable after a wav round trip).
 inline std::vector<float> tone(int64_t samples, double hz, int rate, double amp = 0.3) {

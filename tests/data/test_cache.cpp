@@ -98,9 +98,19 @@ TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
   EXPECT_TRUE(torch::equal(*stored, first.mel));
   // Cached mels are fixed per utterance: another dither seed returns the stored one.
   EXPECT_TRUE(torch::equal(ds.get(1, 2).mel, first.mel));
-  // And equal to a fresh computation with the key-derived dither seed.
-  EXPECT_TRUE(torch::equal(ds.compute_mel(1, fnv1a64(key)), first.mel));
+  // And equal to a fresh computation with the content-derived dither seed.
+  EXPECT_TRUE(torch::equal(ds.compute_cached_mel(1), first.mel));
 }
+
+// Sets the intra-op thread count while alive, and restores it.
+class IntraOpThreads {
+ public:
+  explicit IntraOpThreads(int n) : saved_(at::get_num_threads()) { at::set_num_threads(n); }
+  ~IntraOpThreads() { at::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
 
 TEST(FeatureCache, FillComputesEachUtteranceOnceOnSeveralThreads) {
   TempDir dir;
@@ -112,15 +122,94 @@ TEST(FeatureCache, FillComputesEachUtteranceOnceOnSeveralThreads) {
   EXPECT_EQ(first.utterances, 5u);
   EXPECT_EQ(first.computed, 5u);
   EXPECT_DOUBLE_EQ(first.audio_seconds, ds.stats().audio_seconds);
+  // The workers' mels (one intra-op thread each) are the bits this thread computes with as many
+  // intra-op threads as a 16-core host gives it: on the 32-core GPU host they were not.
+  IntraOpThreads threads(16);
   for (size_t i = 0; i < ds.size(); ++i) {
     const auto key = ds.cache()->key(ds.item(i).utterance.audio_path);
     const auto stored = ds.cache()->load(key);
     ASSERT_TRUE(stored.has_value()) << i;
-    EXPECT_TRUE(torch::equal(*stored, ds.compute_mel(i, fnv1a64(key)))) << i;
+    EXPECT_TRUE(torch::equal(*stored, ds.compute_cached_mel(i))) << i;
   }
   EXPECT_EQ(fill_feature_cache({&ds}, fill).computed, 0u);  // all cached already
   fill.force = true;
   EXPECT_EQ(fill_feature_cache({&ds}, fill).computed, 5u);
+}
+
+// A cache entry with a few bytes overwritten in place (same length) is found by its checksum,
+// said, recomputed and replaced; before, it was used as it was.
+TEST(FeatureCache, ADamagedEntryIsRecomputedWithANote) {
+  TempDir dir;
+  const auto corpus = cached_corpus(dir, {6000, 9000});
+  const TtsDataset& ds = *corpus;
+  ASSERT_TRUE(ds.ensure_cached(1));
+  const auto key = ds.cache()->key(ds.item(1).utterance.audio_path);
+  const torch::Tensor good = *ds.cache()->load(key);
+  const std::string entry = ds.cache()->entry_path(key);
+  const int64_t size = posix::stat_path(entry).size;
+  {
+    const int fd = ::open(entry.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    const float garbage = 1234.5f;  // one mel value, in the middle of the data
+    ASSERT_EQ(::pwrite(fd, &garbage, sizeof garbage, size / 2), static_cast<ssize_t>(sizeof garbage));
+    ::close(fd);
+  }
+  ASSERT_EQ(posix::stat_path(entry).size, size);
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(ds.cache()->load(key).has_value());
+  const auto sample = ds.get(1, 99);  // recomputed and stored again
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("note: feature cache entry " + entry + " is damaged (checksum mismatch); recomputing it"),
+            std::string::npos)
+      << said;
+  EXPECT_TRUE(torch::equal(sample.mel, good));
+  const auto again = ds.cache()->load(key);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(torch::equal(*again, good));
+  // The key holds the audio's path: a byte of it damaged is found as well.
+  {
+    const int fd = ::open(entry.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, "#", 1, 20), 1);
+    ::close(fd);
+  }
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(ds.cache()->load(key).has_value());
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("checksum mismatch"), std::string::npos);
+}
+
+// A FIFO where an entry belongs is a damaged entry, not a hang: recomputed and replaced.
+TEST(FeatureCache, AFifoInPlaceOfAnEntryIsReplacedNotWaitedOn) {
+  TempDir dir;
+  const auto corpus = cached_corpus(dir, {6000});
+  const TtsDataset& ds = *corpus;
+  const auto key = ds.cache()->key(ds.item(0).utterance.audio_path);
+  const std::string entry = ds.cache()->entry_path(key);
+  posix::make_dirs(std::filesystem::path(entry).parent_path().string());
+  make_fifo(entry);
+  ::testing::internal::CaptureStderr();
+  const std::string e = error_within([&] { ds.get(0, 1); }, {entry});
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(e, "(no error)");
+  EXPECT_NE(said.find("is a FIFO (named pipe)"), std::string::npos) << said;
+  EXPECT_TRUE(ds.cache()->load(key).has_value());  // a regular entry now
+}
+
+// The same corpus in two folders, one copy touched: the keys differ (path, mtime), the cached
+// mels do not. Their dither used to be seeded by the key, so the copies trained differently.
+TEST(FeatureCache, CachedMelsDependOnTheAudioNotOnItsPathOrTime) {
+  TempDir a, b;
+  const auto first = cached_corpus(a, {6000, 9000});
+  const auto second = cached_corpus(b, {6000, 9000});
+  struct timespec times[2] = {{0, UTIME_OMIT}, {1000000000, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, (b / "lj/wavs/u1.wav").c_str(), times, 0), 0);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto ka = first->cache()->key(first->item(i).utterance.audio_path);
+    const auto kb = second->cache()->key(second->item(i).utterance.audio_path);
+    EXPECT_NE(ka, kb);
+    EXPECT_TRUE(torch::equal(first->get(i, 1).mel, second->get(i, 2).mel)) << i;
+    EXPECT_TRUE(torch::equal(*first->cache()->load(ka), *second->cache()->load(kb))) << i;
+  }
 }
 
 TEST(FeatureCache, FillRethrowsTheFirstError) {

@@ -2,8 +2,10 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "data/mel.h"
+#include "data/serial_ops.h"
 
 namespace {
 
@@ -138,6 +140,50 @@ TEST(MelSpectrogram, FrameCountAndBatchedEqualsSingle) {
   ASSERT_EQ(batched.sizes(), (std::vector<int64_t>{2, 80, 1 + 6000 / 256}));
   EXPECT_TRUE(torch::allclose(batched[0], mel(x), 1e-5, 1e-5));
   EXPECT_TRUE(torch::allclose(batched[1], mel(y), 1e-5, 1e-5));
+}
+
+// Sets the intra-op thread count while alive (also above the core count: 16 on CI's 2 cores),
+// and restores it.
+class IntraOpThreads {
+ public:
+  explicit IntraOpThreads(int n) : saved_(at::get_num_threads()) { at::set_num_threads(n); }
+  ~IntraOpThreads() { at::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+// Cached mels are compared bit for bit, and preprocess's workers (one intra-op thread each)
+// fill the cache the trainer's main thread (all cores) reads. A float32 matmul for the filterbank
+// gave other bits with 4 or more intra-op threads than with 1 or 2, so 2-core CI never saw it;
+// forcing 16 threads shows it on any machine.
+TEST(MelSpectrogram, SameBitsWhateverTheThreadAndItsIntraOpThreads) {
+  MelSpectrogram mel(MelOptions{});
+  torch::manual_seed(3);
+  for (int64_t n : {5000, 9000, 50000, 200000}) {
+    const torch::Tensor x = torch::rand({n}) * 1.6 - 0.8;
+    torch::Tensor one, many, worker, serial_worker;
+    {
+      IntraOpThreads threads(1);
+      one = mel(x);
+    }
+    {
+      IntraOpThreads threads(16);
+      many = mel(x);
+      std::thread([&] { worker = mel(x); }).join();  // a fresh thread takes the 16
+      std::thread([&] {
+        monoflow::data::SerialTorchOps serial;  // as the loader's and preprocess's workers
+        serial_worker = mel(x);
+      }).join();
+    }
+    EXPECT_TRUE(torch::equal(one, many)) << n << " samples: max diff " << (one - many).abs().max().item<float>();
+    EXPECT_TRUE(torch::equal(one, worker)) << n;
+    EXPECT_TRUE(torch::equal(one, serial_worker)) << n;
+    // And batched: each row the same bits as alone.
+    IntraOpThreads threads(16);
+    const torch::Tensor both = mel(torch::stack({x, x.flip(0)}));
+    EXPECT_TRUE(torch::equal(both[0], one)) << n;
+  }
 }
 
 TEST(MelSpectrogram, SilenceHitsTheLogFloor) {

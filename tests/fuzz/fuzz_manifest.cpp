@@ -52,17 +52,20 @@ data::DataOptions options(const std::string& policy) {
 }
 
 // The first byte picks the layout: '/' a filelist (path|text), '+' a multi-speaker filelist
-// (path|speaker|text, after the '+'), anything else an LJSpeech metadata.csv.
+// (path|speaker|text), each after that byte, anything else an LJSpeech metadata.csv.
 void run(const std::string& input) {
   const Corpus& c = corpus();
   const bool multi = !input.empty() && input[0] == '+';
   const bool filelist = multi || (!input.empty() && input[0] == '/');
-  fuzz::write_bytes(c.dir + (filelist ? "/filelist.txt" : "/metadata.csv"), multi ? input.substr(1) : input);
+  fuzz::write_bytes(c.dir + (filelist ? "/filelist.txt" : "/metadata.csv"), filelist ? input.substr(1) : input);
   fuzz::QuietStderr quiet;
   for (const char* policy : {"skip", "error"}) {
     data::DataOptions o = options(policy);
     if (filelist) {
-      o.training_files = o.validation_files = c.dir + "/filelist.txt";
+      // Paths relative to the corpus (an absolute one, or one leading out, is a bad line); the
+      // validation set is the seeded split (a second list naming the same wavs would repeat them).
+      o.training_files = c.dir + "/filelist.txt";
+      o.dataset_dir = c.dir;
       o.n_speakers = multi ? 4 : 0;
     } else {
       o.dataset_dir = c.dir;
@@ -80,8 +83,8 @@ int main(int argc, char** argv) {
   // Valid for both layouts: an LJSpeech line (id|text|text) whose id is also a readable path.
   const std::string wav1 = dir + "/wavs/LJ001-0001";
   t.seeds = {"LJ001-0001|Hello there.|Hello there.\nLJ001-0002|Hi.|Hi.\n",
-             dir + "/wavs/LJ001-0001.wav|Printing, in the only sense.\n" + dir + "/wavs/stereo.wav|Hi there.\n",
-             "+" + dir + "/wavs/LJ001-0001.wav|3|Printing.\n" + dir + "/wavs/stereo.wav|0|A b c.\n"};
+             "/wavs/LJ001-0001.wav|Printing, in the only sense.\nwavs/stereo.wav|Hi there.\n",
+             "+wavs/LJ001-0001.wav|3|Printing.\nwavs/stereo.wav|0|A b c.\n"};
   t.valid_seeds = t.seeds.size();
   // Issue #13's inputs: a BOM, invalid UTF-8, text with no symbol of the set, text too long
   // for its audio, CRLF, empty and missing fields, a missing file.
@@ -89,9 +92,12 @@ int main(int argc, char** argv) {
                                  "LJ001-0001|\xE6\x97\xA5\xE6\x9C\xAC|\xE6\x97\xA5\xE6\x9C\xAC\n",
                                  "LJ001-0002|" + std::string(200, 'a') + "|" + std::string(200, 'a') + "\n",
                                  "LJ001-0001|Hello.|Hello.\r\n\r\nLJ001-0002||\r\n|||\n",
-                                 "missing|a|a\n../../etc/passwd|a|a\n" + dir + "|a|a\n"});
+                                 "missing|a|a\n../../etc/passwd|a|a\n" + dir + "|a|a\n",
+                                 // Issue #28's: ids and paths that lead out, a repeated wav.
+                                 "/../LJ001-0001.wav|a\nwavs/../../x.wav|a\n" + dir + "/wavs/LJ001-0001.wav|a\n",
+                                 "LJ001-0001|a|a\nLJ001-0001|b|b\n..|c|c\na\\b|d|d\n"});
   t.dictionary = {"|", "||", "\n", "\r\n", "\xEF\xBB\xBF", "\xC3\x28", "\xFF", "\xE9", "\xF0\x9F\x98\x80", "LJ001-0001",
-                  "LJ001-0002", wav1 + ".wav", dir + "/wavs/stereo.wav", "{HH AH0}", "$1,000", "-1", "99999999999", " "};
+                  "LJ001-0002", wav1 + ".wav", dir + "/wavs/stereo.wav", "wavs/", "../", "..", "\\", "{HH AH0}", "$1,000", "-1", "99999999999", " "};
   t.run = run;
   t.fixed_cases = [dir] {
     // metadata.csv or the filelist is a directory, or missing.

@@ -688,13 +688,13 @@ TEST_F(AlignRun, TheToolSkipsBadLinesOrStopsAtTheFirst) {
     for (std::string line; std::getline(lines, line);) {
       const std::string id = line.substr(0, line.find('|'));
       const std::string text = line.substr(line.rfind('|') + 1);
-      fl << (*dir_ / "corpus/wavs") << "/" << id << ".wav|" << text << "\n";
+      fl << "wavs/" << id << ".wav|" << text << "\n";
     }
-    fl << (*dir_ / "corpus/wavs") << "/MISSING.wav|a missing file.\n";  // line 11
-    fl << "no separator on this line\n";                                  // line 12
+    fl << "wavs/MISSING.wav|a missing file.\n";  // line 11
+    fl << "no separator on this line\n";           // line 12
   }
   const std::string base = std::string(MONOFLOW_ALIGN_EXE) + " --checkpoint " + *checkpoint_ + " --filelist " +
-                           filelist + " --device cpu --batch-size 4 -q";
+                           filelist + " --dataset-dir " + (*dir_ / "corpus") + " --device cpu --batch-size 4 -q";
   int status = 0;
   std::string out = testing::run_command(base + " --out " + (*dir_ / "skip") + " --images 2>&1", &status);
   EXPECT_EQ(status, 0) << out;
