@@ -4,6 +4,7 @@
 // path is a bad line and nothing is read or written outside the dataset and output folders; a
 // repeated wav is named; results do not depend on where the corpus lies.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 #include "test_util.h"
 #include "tiny_corpus.h"
