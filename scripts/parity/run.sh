@@ -21,6 +21,10 @@ SAVE_EVERY=${SAVE_EVERY:-250}
 SIDES=${SIDES-official-tf32 monoflow-bf16 monoflow-tf32}  # empty: no parity runs (the recipe alone)
 CONFIG_YAML=${CONFIG_YAML:-configs/quickstart.yaml}
 CONFIG_JSON=${CONFIG_JSON:-scripts/parity/quickstart.json}
+# More monoflow settings for every tool (--set words), to match CONFIG_JSON: the ljspeech.yaml-size
+# pair runs CONFIG_YAML=configs/ljspeech.yaml CONFIG_JSON=scripts/parity/ljspeech.json
+# PARITY_SETS='--set data.cmudict_path=""' (neither side looks words up in CMUdict).
+PARITY_SETS=${PARITY_SETS:-}
 PY=${PYTHON:-python3}
 # Runs go one per GPU, as many at once as the machine has GPUs (each run uses one).
 GPUS=${PARITY_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
@@ -58,7 +62,7 @@ run_monoflow() {  # corpus precision seed dir
 data_sets() {  # the data settings both monoflow tools take for a corpus, as --set arguments
   local data=$WORK/data/$1
   echo "--set data.dataset_dir=$PARITY/corpora/$1 --set data.training_files=$data/train.txt --set data.validation_files=$data/val.txt"
-  echo "--set data.add_blank=true --set data.cache_dir=$data/cache"
+  echo "--set data.add_blank=true --set data.cache_dir=$data/cache $PARITY_SETS"
 }
 
 prepare_corpus() {  # corpus: split, features, official filelists and config, front-end check
@@ -102,13 +106,16 @@ train_run() {  # corpus side seed: one training run, unless it finished before
   local corpus=$1 side=$2 seed=$3 name=$1/$2-s$3
   local dir=$WORK/runs/$name data=$WORK/data/$1
   [ -f "$dir.done" ] && return 0
-  mkdir -p "$(dirname "$dir")"; rm -rf "$dir"
+  mkdir -p "$(dirname "$dir")"
+  # An official run stopped by the end of a device call goes on from its last save (resume.pt);
+  # anything else starts again.
+  [[ $side == official-* && -f $dir/resume.pt ]] || rm -rf "$dir"
   local start rc
   start=$(date +%s%N)
   case $side in
     official-*) "$PY" scripts/parity/official_train.py --official "$OFFICIAL" --config "$data/official.json" \
-                  --out "$dir" --seed "$seed" --steps "$STEPS" --save-every "$SAVE_EVERY" \
-                  --precision "${side#official-}" > "$dir.log" 2>&1 ;;
+                  --out "$dir" --seed "$seed" --steps "$STEPS" --save-every "$SAVE_EVERY" --resume \
+                  --precision "${side#official-}" >> "$dir.log" 2>&1 ;;
     monoflow-*) run_monoflow "$corpus" "${side#monoflow-}" "$seed" "$dir" ;;
   esac
   rc=$?
@@ -158,7 +165,7 @@ recipe_run() {  # corpus: RECIPE_CONFIG for RECIPE_MINUTES, then align (defaults
 }
 
 export -f train_run evaluate_run run_monoflow data_sets
-export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML
+export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS
 declare -A gpu_job
 on_free_gpu() {  # command...: starts it in the background on the first GPU without a job
   local g
@@ -199,7 +206,8 @@ while read -r name step ckpt; do
   out=$WORK/align/${name//\//_}_$step
   [ -s "$out.json" ] && continue
   mkdir -p "$WORK/align"
-  if "$BIN/align" --checkpoint "$ckpt" --config "$CONFIG_YAML" --set data.add_blank=true \
+  # shellcheck disable=SC2086  # PARITY_SETS is words of --set options
+  if "$BIN/align" --checkpoint "$ckpt" --config "$CONFIG_YAML" --set data.add_blank=true $PARITY_SETS \
        --set data.cache_dir="$WORK/data/$corpus/cache" --dataset-dir "$PARITY/corpora/$corpus" \
        --filelist "$WORK/data/$corpus/all.txt" --out "$out" -q > "$out.log" 2>&1 &&
      "$PY" scripts/score_alignment.py --textgrids "$out/textgrids" --reference "$PARITY/corpora/$corpus/words" \
