@@ -26,7 +26,7 @@ echo "build: ok"
 rc=0
 if [ "${TESTS:-1}" != "0" ]; then
   ctest --test-dir "$BUILD" --output-on-failure -j 4 --timeout "${CTEST_TIMEOUT:-900}" ${CTEST_REGEX:+-R "$CTEST_REGEX"} > "$OUT/ctest.log" 2>&1; rc=$?
-  grep -E "Failed|\*\*\*|tests passed|tests failed" "$OUT/ctest.log" | tail -15
+  grep -E "Failed|\*\*\*|tests passed|tests failed|Total Test time" "$OUT/ctest.log" | tail -16
 fi
 
 # Benchmarks: each hook writes CSV to $OUT and prints its table. HOOKS="mas train" picks hooks.

@@ -11,7 +11,12 @@ kernels that take the most GPU time, grouped by a short name.
 
 Eager traces also get the GPU time by launching op: each kernel is tied to its launch through
 the CUPTI correlation id, and the launch to the ATen ops around it on the host thread, named
-"outer / inner" (outer: the autograd node for backward work, else the outermost op).
+"outer / inner" (outer: the autograd node for backward work, else the outermost op). And by
+part of the model: the model and the step name their parts with "monoflow::..." scopes (text
+encoder, each flow kind, MAS and prior, loss, clip and optimizer); a forward kernel belongs to
+the innermost scope around its launch, a backward kernel to the scope of the forward op its
+autograd node differentiates (their common "Sequence number"), and each part is split into
+kernel classes (matrix/convolution, element-wise, reduction, copy, monoflow's own kernels).
 """
 import argparse
 import collections
@@ -68,6 +73,62 @@ def launching_ops(events):
     return names
 
 
+def kernel_class(name):
+    """A coarse class of a kernel, from its (full) name."""
+    n = name.lower()
+    if any(k in n for k in ("gemm", "conv", "xmma", "cutlass", "sm90_", "cudnn", "implicit", "wgrad", "dgrad", "winograd")):
+        return "matrix/conv"
+    if "monoflow" in n:
+        return "monoflow kernel"
+    if any(k in n for k in ("reduce", "norm_kernel", "softmax", "welford", "layer_norm")):
+        return "reduction"
+    if any(k in n for k in ("copy", "cat", "index", "gather", "scatter", "memcpy", "memset", "fill", "transpose")):
+        return "copy/fill"
+    if "elementwise" in n or "vectorized" in n or "foreach" in n or "multi_tensor" in n:
+        return "element-wise"
+    return "other"
+
+
+def model_parts(events):
+    """correlation id -> model part ("fwd monoflow::flow::CouplingBlock", "bwd monoflow::text_encoder",
+    ...) from the monoflow:: scopes around each launch (see the module docstring)."""
+    by_tid = collections.defaultdict(list)
+    for e in events:
+        if e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver"):
+            by_tid[e.get("tid")].append(e)
+    seq_scope, launches = {}, []
+    for items in by_tid.values():
+        items.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in items:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
+                stack.pop()
+            if e["cat"] in ("cpu_op", "user_annotation"):
+                scopes = [x["name"] for x in stack + [e] if x["name"].startswith("monoflow::")]
+                seq = e.get("args", {}).get("Sequence number")
+                backward = any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack)
+                if seq is not None and scopes and not backward and e["cat"] == "cpu_op":
+                    seq_scope.setdefault(seq, scopes[-1])
+                stack.append(e)
+                continue
+            corr = e.get("args", {}).get("correlation")
+            if corr is not None and stack:
+                launches.append((corr, list(stack)))
+    parts = {}
+    for corr, stack in launches:
+        if any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack):
+            seqs = [x.get("args", {}).get("Sequence number") for x in stack]
+            seqs = [q for q in seqs if q is not None]
+            scope = next((seq_scope[q] for q in reversed(seqs) if q in seq_scope), None)
+            parts[corr] = "bwd " + (scope or "(no scope)")
+        else:
+            scopes = [x["name"] for x in stack if x["name"].startswith("monoflow::")]
+            parts[corr] = ("fwd " + scopes[-1]) if scopes else "(no scope)"
+        if parts[corr].endswith("monoflow::clip_and_optimizer"):
+            parts[corr] = "monoflow::clip_and_optimizer"
+    return parts
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
@@ -81,6 +142,8 @@ def main():
         raise SystemExit("no monoflow_step ranges in " + args.trace)
 
     op_names = launching_ops(events)
+    part_names = model_parts(events)
+    part_time, part_class_time, part_calls = collections.Counter(), collections.Counter(), collections.Counter()
     rows, kernel_time, op_time = [], collections.Counter(), collections.Counter()
     op_kernel_time, op_kernel_calls = collections.Counter(), collections.Counter()
     for start, stop in steps:
@@ -92,6 +155,11 @@ def main():
         for e in gpu:
             if e.get("cat") == "kernel":
                 kernel_time[short_kernel_name(e["name"])] += e["dur"] / 1000.0
+                part = part_names.get(e.get("args", {}).get("correlation"))
+                if part:
+                    part_time[part] += e["dur"] / 1000.0
+                    part_class_time[(part, kernel_class(e["name"]))] += e["dur"] / 1000.0
+                    part_calls[part] += 1
                 op = op_names.get(e.get("args", {}).get("correlation"))
                 if op:
                     op_time[op] += e["dur"] / 1000.0
@@ -120,6 +188,12 @@ def main():
     print("GPU kernel time per step by kernel (%.1f ms per step):" % (total / len(rows)))
     for name, ms in kernel_time.most_common(args.top):
         print("  %6.2f ms %5.1f%%  %s" % (ms / len(rows), 100.0 * ms / total, name))
+    if part_time:
+        print("GPU kernel time per step by part of the model (kernels per step; then by kernel class):")
+        for part, ms in part_time.most_common():
+            classes = sorted(((c, t) for (p_, c), t in part_class_time.items() if p_ == part), key=lambda x: -x[1])
+            print("  %6.2f ms %5.1f%% %5.0f  %-40s %s" % (ms / len(rows), 100.0 * ms / total, part_calls[part] / len(rows),
+                  part, ", ".join("%s %.2f" % (c, t / len(rows)) for c, t in classes)))
     if op_time:
         print("GPU kernel time by launching op (outer / inner):")
         for name, ms in op_time.most_common(args.top):

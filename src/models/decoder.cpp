@@ -1,6 +1,7 @@
 #include "models/decoder.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/weight_norm_cuda.h"
@@ -75,6 +76,19 @@ FlowSpecDecoderImpl::FlowSpecDecoderImpl(const GlowTTSOptions& o) : n_sqz_(o.n_s
   }
 }
 
+namespace {
+
+// "monoflow::flow::ActNorm", "...::InvConvNear", "...::CouplingBlock": a profile scope per kind.
+std::string flow_scope(const torch::nn::Module& flow) {
+  std::string name = flow.name();  // e.g. monoflow::models::ActNormImpl
+  const size_t colon = name.rfind(':');
+  if (colon != std::string::npos) name = name.substr(colon + 1);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return "monoflow::flow::" + name;
+}
+
+}  // namespace
+
 std::pair<torch::Tensor, torch::Tensor> FlowSpecDecoderImpl::forward(const torch::Tensor& x_in,
                                                                      const torch::Tensor& mask_in,
                                                                      const torch::Tensor& g, bool reverse) {
@@ -85,6 +99,7 @@ std::pair<torch::Tensor, torch::Tensor> FlowSpecDecoderImpl::forward(const torch
   if (!reverse) {
     logdet_tot = torch::zeros({x.size(0)}, x.options());
     for (auto& f : flow_ptrs_) {
+      RECORD_USER_SCOPE(flow_scope(*f));  // for profiles: kernels by flow kind
       auto [z, logdet] = f->forward(x, x_mask, g, false);
       x = z;
       logdet_tot = logdet_tot + logdet;

@@ -1,5 +1,7 @@
 #include "models/glow_tts.h"
 
+#include <ATen/record_function.h>
+
 #include <cmath>
 #include <string>
 
@@ -96,7 +98,13 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
   const int64_t n_sqz = options_.n_sqz();
   auto text_lengths = text_lengths_in.to(device, torch::kLong);
   auto g = speaker_vector(speakers, text.size(0));
-  auto enc = encoder->forward(text.to(device), text_lengths, g);
+  // Named scopes for profiles (scripts/profile_summary.py groups kernels by them; backward
+  // kernels join the scope of the forward op they differentiate). Free when not profiling.
+  EncoderOutput enc;
+  {
+    RECORD_USER_SCOPE("monoflow::text_encoder");
+    enc = encoder->forward(text.to(device), text_lengths, g);
+  }
 
   // preprocess: cut the mel and its lengths to a multiple of n_sqz
   const int64_t y_max = (mel.size(2) / n_sqz) * n_sqz;
@@ -110,6 +118,7 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
   GlowTTSOutput out;
   std::tie(out.z, out.logdet) = decoder->forward(y, z_mask, g, /*reverse=*/false);
 
+  RECORD_USER_SCOPE("monoflow::mas_and_prior");
   auto logp = compute_logp(enc.x_m, enc.x_logs, out.z);
   align::MasOptions opts = mas;
   opts.want_path = true;

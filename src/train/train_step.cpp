@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include <ATen/record_function.h>
+
 #include "common/error.h"
 #include "models/losses.h"
 #include "train/precision.h"
@@ -16,6 +18,7 @@ Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOp
     l.out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, o.mas);
   }
   // The losses in float32 whatever the autocast dtype of the activations.
+  RECORD_USER_SCOPE("monoflow::loss");  // for profiles (scripts/profile_summary.py)
   const auto& out = l.out;
   l.mle = models::mle_loss(out.z.to(torch::kFloat32), out.z_m.to(torch::kFloat32),
                            out.z_logs.to(torch::kFloat32), out.logdet.to(torch::kFloat32),
@@ -110,8 +113,11 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
   for (const auto& p : model->parameters()) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  r.grad_norm = clip_gradients(grads, options.grad_clip_value);
-  optimizer.step();
+  {
+    RECORD_USER_SCOPE("monoflow::clip_and_optimizer");  // for profiles (scripts/profile_summary.py)
+    r.grad_norm = clip_gradients(grads, options.grad_clip_value);
+    optimizer.step();
+  }
   return r;
 }
 
