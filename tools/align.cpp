@@ -1,6 +1,6 @@
 // align: forced alignment of a dataset with a trained checkpoint: per utterance the durations
 // (frames per token, JSON and .npy), a Praat TextGrid (word and token tiers) and optionally the
-// MAS path as a PNG; one summary.tsv. Everything it does lives in src/train/align_export/.
+// MAS path as a PNG; one summary.tsv. Everything it does lives in src/infer/align_export/.
 //   align --checkpoint runs/quickstart/checkpoints/ckpt_000004000.pt --dataset-dir data/monoflow-corpus --out aligned
 // With several --checkpoint (runs of one config), each token boundary is their median.
 #include <CLI/CLI.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli_main.h"
-#include "train/align_export/aligner.h"
+#include "infer/align_export/aligner.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // bench_inference: the inference benchmark of docs/design.md ("Benchmark specifications:
-// Inference"; src/train/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
+// Inference"; tools/bench/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
 // precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
 //   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph]
 //                   [--device cuda] [--csv out.csv] [--batch 16]
@@ -17,7 +17,7 @@
 #include "cli_main.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
-#include "train/infer_bench.h"
+#include "bench/infer_bench.h"
 
 int main(int argc, char** argv) {
   using namespace monoflow;

@@ -1,5 +1,5 @@
 // bench_train_step: the training-step benchmark of docs/design.md ("Benchmark specifications:
-// Training step"; src/train/step_bench.h), one row per MAS backend, precision and mode (eager
+// Training step"; tools/bench/step_bench.h), one row per MAS backend, precision and mode (eager
 // or CUDA graph), as CSV on stdout (and --csv FILE) plus a table on stderr.
 //   bench_train_step [--config configs/ljspeech.yaml] [--backends cpu,cuda,cuda-fast]
 //                    [--precisions tf32,bf16] [--modes eager,graph] [--device cuda] [--csv out.csv]
@@ -22,7 +22,7 @@
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "train/distributed/distributed.h"
-#include "train/step_bench.h"
+#include "bench/step_bench.h"
 
 namespace {
 

@@ -18,10 +18,10 @@
 #include "data/cache_fill.h"
 #include "data/datasets.h"
 #include "data/text_encoder.h"
+#include "infer/npy.h"
 #include "train/atomic_file.h"
 #include "train/config/config_io.h"
 #include "train/config/library_options.h"
-#include "train/synth/npy.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Glow-TTS G_*.pth with --config), or every line of a --text-file -> <id>.wav with the model
 // loaded once and the lines run in batches (--batch-size); optionally the mel as .npy
 // (for a neural vocoder) and PNGs of the mel and of the alignment; --speaker for a
-// multi-speaker model. Everything it does lives in src/train/synth/; its bounds (length
+// multi-speaker model. Everything it does lives in src/infer/; its bounds (length
 // scale, frame budget, a text with nothing to say) are checked there.
 #include <CLI/CLI.hpp>
 
@@ -15,9 +15,9 @@
 #include "common/error.h"
 #include "train/log/image.h"
 #include "train/log/plot.h"
-#include "train/synth/npy.h"
-#include "train/synth/synthesis.h"
-#include "train/synth/wav.h"
+#include "infer/npy.h"
+#include "infer/synthesis.h"
+#include "train/wav.h"
 #include "train/threads.h"
 
 int main(int argc, char** argv) {

@@ -1,7 +1,7 @@
 // The lengths of the synthetic LJSpeech-shaped batches every benchmark runs on
 // (docs/design.md, "Benchmark specifications: Training step"): per utterance a text length
 // drawn uniformly from [60, 180] and a mel length round(text x 5.6 x U(0.85, 1.15)) capped at
-// 1000, drawn in pairs from one std::mt19937_64 stream. bench_train_step (train/step_bench.cpp)
+// 1000, drawn in pairs from one std::mt19937_64 stream. bench_train_step (tools/bench/step_bench.cpp)
 // draws each batch's tokens and mel values from the same stream right after its lengths;
 // bench_mas's training-batch point and dev/cuda/mas_fast.cu take the first batch of
 // kSyntheticSeed. Pure C++ (no LibTorch), so that dev/cuda can include it.

@@ -81,7 +81,7 @@ class GlowTTSImpl : public torch::nn::Module {
                               double length_scale = 1.0, int64_t frame_multiple = 1);
 
   // infer_prior() in its two halves, for a caller that must see the output lengths before the
-  // noise is drawn (a frame budget; noise drawn per utterance, train/synth/synthesis.h):
+  // noise is drawn (a frame budget; noise drawn per utterance, infer/synthesis.h):
   // infer_lengths() runs the encoder and the durations (w_ceil, y_lengths, max_frames, logw,
   // x_m, x_logs, x_mask, g); infer_expand() expands the prior along the durations and samples
   // z = (z_m + exp(z_logs) * noise * noise_scale) * z_mask. `noise`: [B, n_mels, max_frames]

@@ -9,7 +9,7 @@
 //     heuristics, which cost nothing per shape;
 //   - autocast's cast cache is off while recording (cached casts would outlive the capture);
 //   - thread-local capture mode: other threads (the data loader's) may allocate meanwhile.
-// Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (synth/graphed_inference.h).
+// Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (infer/graphed_inference.h).
 #pragma once
 
 #ifdef MONOFLOW_HAS_CUDA

@@ -20,7 +20,7 @@
 #include "data/loader.h"
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
-#include "train/align_compare.h"
+#include "align/mas_compare.h"
 #include "train/atomic_file.h"
 #include "train/bucket_lengths.h"
 #include "train/checkpoint.h"
@@ -44,7 +44,7 @@
 #include "train/train_step.h"
 #include "train/validation.h"
 #include "train/weights_file.h"
-#include "train/synth/wav.h"
+#include "train/wav.h"
 
 namespace monoflow::train {
 namespace fs = std::filesystem;
@@ -709,7 +709,7 @@ void Trainer::note_skipped(const data::LoaderPosition& position, const std::vect
 // --compare-align: MAS on this step's log-likelihood again with every backend, checked against
 // the step's own path and timed. (Only then: a second MAS costs a host wait.)
 void Trainer::compare_align(const StepResult& r, const data::Batch& batch, const data::LoaderPosition& position) {
-  StepAlignment step;
+  align::StepAlignment step;
   step.logp = models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
   step.text_lengths = batch.text_lengths;
   step.mel_lengths = r.out.y_lengths;
@@ -718,7 +718,7 @@ void Trainer::compare_align(const StepResult& r, const data::Batch& batch, const
   step.label = "step " + std::to_string(step_) + " (epoch " + std::to_string(position.epoch + 1) + ", batch " +
                std::to_string(position.batch) + ")";
   step.ids = batch.ids;
-  for (const auto& t : compare_backends(step, available_backends(device_), step_options_.mas.neg_inf)) {
+  for (const auto& t : align::compare_backends(step, available_backends(device_), step_options_.mas.neg_inf)) {
     mas_ms_[t.backend].first += t.ms;
     mas_ms_[t.backend].second += 1;
   }

@@ -7,7 +7,7 @@
 
 #include "data/loader.h"
 #include "models/glow_tts.h"
-#include "train/synth/griffin_lim.h"
+#include "train/griffin_lim.h"
 #include "train/train_step.h"
 
 namespace monoflow::train {

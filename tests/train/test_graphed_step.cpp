@@ -13,7 +13,7 @@
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
 #include "train/precision.h"
-#include "train/step_bench.h"
+#include "bench/step_bench.h"
 #include "train/train_step.h"
 
 namespace monoflow::train {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "train/synth/griffin_lim.h"
+#include "train/griffin_lim.h"
 
 namespace monoflow::train {
 namespace {

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "test_util.h"
 #include "train/log/image.h"
-#include "train/synth/wav.h"
+#include "train/wav.h"
 
 namespace monoflow::train {
 namespace {

@@ -1,11 +1,11 @@
-// The inference benchmark's procedure (src/train/infer_bench.h) on the CPU with the quick-start
+// The inference benchmark's procedure (tools/bench/infer_bench.h) on the CPU with the quick-start
 // model and a shorter sentence: the length scale it sets gives the asked-for length, and every
 // timed call is counted. (The figures themselves come from the GPU machine.)
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 #include "train/config/config_io.h"
-#include "train/infer_bench.h"
+#include "bench/infer_bench.h"
 
 namespace monoflow::train {
 namespace {

@@ -21,7 +21,7 @@
 #include "train/config/config_io.h"
 #include "train/rng_state.h"
 #include "train/signals.h"
-#include "train/synth/synthesis.h"
+#include "infer/synthesis.h"
 #include "train/trainer.h"
 #include "weights_util.h"
 

@@ -1,4 +1,4 @@
-// The training-step benchmark's synthetic batches (train/step_bench.h, docs/design.md,
+// The training-step benchmark's synthetic batches (tools/bench/step_bench.h, docs/design.md,
 // "Benchmark specifications: Training step") are pinned: the values below were computed with
 // the generator as it stood before the lengths moved to common/synthetic_batch.h, so the
 // figures in docs/benchmarks.md were measured on exactly these batches.
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "train/step_bench.h"
+#include "bench/step_bench.h"
 
 namespace monoflow::train {
 namespace {

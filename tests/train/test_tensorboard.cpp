@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "train/log/image.h"
 #include "train/log/tensorboard.h"
-#include "train/synth/wav.h"
+#include "train/wav.h"
 
 namespace monoflow::train {
 namespace {

@@ -11,7 +11,7 @@
 #include "train/config/config_io.h"
 #include "train/log/image.h"
 #include "train/signals.h"
-#include "train/synth/wav.h"
+#include "train/wav.h"
 #include "train/trainer.h"
 
 namespace monoflow::train::testing {

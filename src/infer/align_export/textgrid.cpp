@@ -1,4 +1,4 @@
-#include "train/align_export/textgrid.h"
+#include "infer/align_export/textgrid.h"
 
 #include <cstdlib>
 #include <sstream>

@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/align_export/textgrid.h"
-#include "train/align_export/word_spans.h"
+#include "infer/align_export/textgrid.h"
+#include "infer/align_export/word_spans.h"
 
 namespace monoflow::train {
 

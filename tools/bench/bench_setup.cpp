@@ -1,4 +1,4 @@
-#include "train/bench_setup.h"
+#include "bench/bench_setup.h"
 
 #include "train/config/library_options.h"
 

@@ -1,4 +1,4 @@
-#include "train/align_export/ensemble.h"
+#include "infer/align_export/ensemble.h"
 
 #include "common/error.h"
 

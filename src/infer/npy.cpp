@@ -1,4 +1,4 @@
-#include "train/synth/npy.h"
+#include "infer/npy.h"
 
 #include <cstdlib>
 #include <cstring>

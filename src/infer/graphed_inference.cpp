@@ -1,4 +1,4 @@
-#include "train/synth/graphed_inference.h"
+#include "infer/graphed_inference.h"
 
 #include <map>
 #include <tuple>

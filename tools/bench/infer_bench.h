@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "train/bench_setup.h"
+#include "bench/bench_setup.h"
 
 namespace monoflow::train {
 

@@ -29,7 +29,7 @@
 
 #include "align/mas.h"
 #include "data/batch.h"
-#include "train/bench_setup.h"
+#include "bench/bench_setup.h"
 #include "train/distributed/distributed.h"
 
 namespace monoflow::train {

@@ -1,4 +1,4 @@
-#include "train/synth/wav.h"
+#include "train/wav.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "train/infer_bench.h"
+#include "bench/infer_bench.h"
 
 #include <chrono>
 #include <cstdio>
@@ -9,9 +9,9 @@
 #include "common/error.h"
 #include "common/stats.h"
 #include "models/glow_tts.h"
-#include "train/align_compare.h"
+#include "align/mas_compare.h"
 #include "train/precision.h"
-#include "train/synth/graphed_inference.h"
+#include "infer/graphed_inference.h"
 
 namespace monoflow::train {
 namespace {
@@ -77,11 +77,11 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   if (mode == "graph") graphed = std::make_unique<GraphedInference>(model);
   std::vector<double> ms;
   for (int i = 0; i < s.warmup + s.timed; ++i) {
-    synchronize(s.device);
+    align::synchronize(s.device);
     const auto start = std::chrono::steady_clock::now();
     const auto out = graphed ? graphed->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale)
                              : model->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale);
-    synchronize(s.device);
+    align::synchronize(s.device);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= s.warmup) ms.push_back(elapsed);
     row.frames = static_cast<int>(out.y.size(2));

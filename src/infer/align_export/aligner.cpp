@@ -1,4 +1,4 @@
-#include "train/align_export/aligner.h"
+#include "infer/align_export/aligner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,9 +17,9 @@
 #include "data/posix_fs.h"
 #include "data/text_encoder.h"
 #include "models/glow_tts.h"
-#include "train/align_export/ensemble.h"
-#include "train/align_export/recentre.h"
-#include "train/align_export/utterance_files.h"
+#include "infer/align_export/ensemble.h"
+#include "infer/align_export/recentre.h"
+#include "infer/align_export/utterance_files.h"
 #include "train/checkpoint.h"
 #include "train/weights_file.h"
 #include "train/config/config_io.h"
@@ -28,7 +28,7 @@
 #include "train/log/plot.h"
 #include "train/log/metrics_log.h"
 #include "train/log/progress.h"
-#include "train/synth/npy.h"
+#include "infer/npy.h"
 #include "train/train_step.h"
 #include "train/threads.h"
 

@@ -1,4 +1,4 @@
-// encode_npy_float32 (train/synth/npy.h): the format-1.0 header byte for byte, and numpy's own
+// encode_npy_float32 (infer/npy.h): the format-1.0 header byte for byte, and numpy's own
 // np.load reading the values back where the configured Python has numpy.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "test_util.h"
-#include "train/synth/npy.h"
+#include "infer/npy.h"
 
 namespace monoflow::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/step_bench.h"
+#include "bench/step_bench.h"
 
 #include <ATen/record_function.h>
 #include <c10/core/CachingDeviceAllocator.h>
@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/synthetic_batch.h"
 #include "models/glow_tts.h"
-#include "train/align_compare.h"
+#include "align/mas_compare.h"
 #include "train/distributed/gradient_reducer.h"
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
@@ -69,7 +69,7 @@ void profile_steps(const std::string& path, int steps, const torch::Device& devi
   for (int i = 0; i < steps; ++i) {
     RECORD_USER_SCOPE("monoflow_step");
     run_step();
-    synchronize(device);
+    align::synchronize(device);
   }
   prof::disableProfiler()->save(path);
 }
@@ -149,7 +149,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   };
   if (s.device.is_cuda()) c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(s.device.index());
   for (int i = 0; i < s.warmup; ++i) run_step();
-  synchronize(s.device);
+  align::synchronize(s.device);
   if (s.device.is_cuda()) {
     row.warmup_peak_memory_mib = peak_mib(false);
     c10::getDeviceAllocator(c10::kCUDA)->resetPeakStats(s.device.index());
@@ -158,17 +158,17 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   std::vector<double> step_ms, mas_ms;
   for (int i = 0; i < s.timed; ++i) {
     const auto& b = batches[step % batches.size()];
-    synchronize(s.device);
+    align::synchronize(s.device);
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = run_step();
-    synchronize(s.device);
+    align::synchronize(s.device);
     step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     row.nonfinite_steps += !torch::isfinite(r.loss_mle + r.loss_dur).item<bool>();
     const torch::Tensor logp =
         models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
     const torch::Tensor text_lengths = graphed ? graphed->inputs().text_lengths : b.text_lengths;
     mas_ms.push_back(
-        timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
+        align::timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
   if (!o.profile_path.empty()) profile_steps(o.profile_path, o.profiled_steps, s.device, [&] { run_step(); });
   row.backend = align::backend_name(backend);

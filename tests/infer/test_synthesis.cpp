@@ -22,8 +22,8 @@
 #include "train/config/options_map.h"
 #include "train/precision.h"
 #include "train/rng_state.h"
-#include "train/synth/npy.h"
-#include "train/synth/synthesis.h"
+#include "infer/npy.h"
+#include "infer/synthesis.h"
 
 namespace monoflow::train {
 namespace {

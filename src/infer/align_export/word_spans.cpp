@@ -1,4 +1,4 @@
-#include "train/align_export/word_spans.h"
+#include "infer/align_export/word_spans.h"
 
 #include <cctype>
 #include <sstream>

@@ -1,13 +1,13 @@
 // The contents of one utterance's alignment files (aligner.h lists them): the durations JSON
-// and the TextGrid; the .npy comes from synth/npy.h and the image from log/image.h.
+// and the TextGrid; the .npy comes from infer/npy.h and the image from log/image.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "train/align_export/textgrid.h"
-#include "train/align_export/word_spans.h"
+#include "infer/align_export/textgrid.h"
+#include "infer/align_export/word_spans.h"
 
 namespace monoflow::train {
 

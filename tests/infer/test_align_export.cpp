@@ -1,4 +1,4 @@
-// align (src/train/align_export, tools/align): the word tier's rules, TextGrids written and
+// align (src/infer/align_export, tools/align): the word tier's rules, TextGrids written and
 // parsed back, durations (.json, .npy) against the model's own MAS durations, and the tool end
 // to end on the tiny corpus with a checkpoint the trainer wrote, bad lines included.
 #include <gtest/gtest.h>
@@ -21,16 +21,16 @@
 #include "models/glow_tts.h"
 #include "test_util.h"
 #include "tiny_corpus.h"
-#include "train/align_export/aligner.h"
-#include "train/align_export/ensemble.h"
-#include "train/align_export/recentre.h"
-#include "train/align_export/textgrid.h"
-#include "train/align_export/utterance_files.h"
-#include "train/align_export/word_spans.h"
+#include "infer/align_export/aligner.h"
+#include "infer/align_export/ensemble.h"
+#include "infer/align_export/recentre.h"
+#include "infer/align_export/textgrid.h"
+#include "infer/align_export/utterance_files.h"
+#include "infer/align_export/word_spans.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
-#include "train/synth/npy.h"
+#include "infer/npy.h"
 #include "train/trainer.h"
 
 namespace monoflow::train {

@@ -1,4 +1,4 @@
-#include "train/align_export/recentre.h"
+#include "infer/align_export/recentre.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,7 +13,7 @@
 
 #include "align/mas.h"
 
-namespace monoflow::train {
+namespace monoflow::align {
 
 struct BackendTiming {
   align::Backend backend;
@@ -45,4 +45,4 @@ std::pair<torch::Tensor, double> timed_durations(const torch::Tensor& logp, cons
 
 void synchronize(const torch::Device& device);  // no-op on the CPU
 
-}  // namespace monoflow::train
+}  // namespace monoflow::align

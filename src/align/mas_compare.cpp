@@ -1,10 +1,10 @@
-#include "train/align_compare.h"
+#include "align/mas_compare.h"
 
 #include <chrono>
 
 #include "common/error.h"
 
-namespace monoflow::train {
+namespace monoflow::align {
 
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
@@ -57,4 +57,4 @@ std::vector<BackendTiming> compare_backends(const StepAlignment& step, const std
   return timings;
 }
 
-}  // namespace monoflow::train
+}  // namespace monoflow::align

@@ -1,4 +1,4 @@
-#include "train/synth/synthesis.h"
+#include "infer/synthesis.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/script.h>
@@ -23,8 +23,8 @@
 #include "models/glow_tts.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
-#include "train/synth/graphed_inference.h"
-#include "train/synth/griffin_lim.h"
+#include "infer/graphed_inference.h"
+#include "train/griffin_lim.h"
 #include "train/config/options_map.h"
 #include "train/weights_file.h"
 

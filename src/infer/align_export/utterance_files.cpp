@@ -1,4 +1,4 @@
-#include "train/align_export/utterance_files.h"
+#include "infer/align_export/utterance_files.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "train/synth/griffin_lim.h"
+#include "train/griffin_lim.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

@@ -1,4 +1,4 @@
-// GraphedInference (train/synth/graphed_inference.h): the decoder replayed as a CUDA graph per
+// GraphedInference (infer/graphed_inference.h): the decoder replayed as a CUDA graph per
 // length bucket gives GlowTTS::infer's mel on the valid frames, with the same noise, and
 // reuses a bucket's graph (GPU tests skip without a device). On the CPU it refuses clearly.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include "small_model.h"
 #include "models/glow_tts.h"
 #include "train/precision.h"
-#include "train/synth/graphed_inference.h"
+#include "infer/graphed_inference.h"
 
 namespace monoflow::train {
 namespace {
