@@ -1,3 +1,5 @@
+// One file, about 500 lines: the pickle machine is one class whose opcodes share its stack,
+// memo and mark list; split, each half would need the other's private state.
 #include "models/interop/pickle_reader.h"
 
 #include <ATen/ATen.h>
