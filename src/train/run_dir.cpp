@@ -153,4 +153,27 @@ std::string move_run_aside(const std::string& dir) {
   return target.string();
 }
 
+std::unique_ptr<RunDirLock> claim_run_directory(const std::string& dir, const std::string& resume, bool force_new,
+                                                const std::function<void(const std::string&)>& tell) {
+  if (force_new && !resume.empty()) throw UserError("--force-new and --resume exclude each other");
+  auto lock = std::make_unique<RunDirLock>(dir);
+  const std::vector<std::string> evidence = run_evidence(dir);
+  if (evidence.empty() || !resume.empty()) return lock;
+  if (force_new) {
+    const std::string aside = move_run_aside(dir);
+    // Said even when quiet: the user must be able to find the old run.
+    tell("--force-new: the previous run in " + dir + " moved to " + aside);
+    return lock;
+  }
+  throw FileError(dir, 0, holds_run_advice(dir, evidence));
+}
+
+void create_run_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    throw FileError(dir, 0, "cannot create the run directory; check run.dir and permissions");
+  }
+}
+
 }  // namespace monoflow::train

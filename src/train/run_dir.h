@@ -6,8 +6,11 @@
 //   move_run_aside   --force-new: the old run's files into <dir>/previous-<UTC time>/
 //   *_advice         what --resume and a fresh start say in each state, naming a way out that
 //                    works from there (docs/reliability.md, "One way out of every state")
+//   claim_run_directory  the trainer's use of them: lock, then refuse or move an old run
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,5 +54,15 @@ std::string holds_run_advice(const std::string& dir, const std::vector<std::stri
 // config.yaml, rank*_final.pt) into a new <dir>/previous-<YYYYmmdd-HHMMSS>[-N]/ and returns
 // that folder. Anything else in `dir` (a feature cache, notes, older previous-*) stays.
 std::string move_run_aside(const std::string& dir);
+
+// Rank 0 only (the one that writes): one trainer per run directory (the lock, which lives as
+// long as the result), and a fresh run (`resume` empty) never overwrites the run `dir` holds
+// (docs/reliability.md): with `force_new` the old run moves aside (`tell` says where, even when
+// quiet), else a FileError (holds_run_advice) says how to go on.
+std::unique_ptr<RunDirLock> claim_run_directory(const std::string& dir, const std::string& resume, bool force_new,
+                                                const std::function<void(const std::string&)>& tell);
+
+// Creates `dir` (and its parents) unless it exists; a FileError when it cannot.
+void create_run_folder(const std::string& dir);
 
 }  // namespace monoflow::train

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
+
+#include "train/distributed/distributed.h"
 
 namespace monoflow::train {
 namespace {
@@ -29,5 +32,11 @@ bool stop_requested() { return g_signal.load() != 0; }
 int stop_signal() { return g_signal.load(); }
 void clear_stop_request() { g_signal.store(0); }
 void request_stop(int signal) { g_signal.store(signal); }
+
+int signal_of_any_rank(Distributed& dist) {
+  const double got = dist.average(stop_requested() ? 1.0 : 0.0);
+  const double sum = dist.average(static_cast<double>(stop_signal()));
+  return got > 0 ? static_cast<int>(std::lround(sum / got)) : SIGTERM;
+}
 
 }  // namespace monoflow::train

@@ -131,4 +131,17 @@ StepResult eval_step(models::GlowTTS& model, const data::Batch& batch, const Ste
   return r;
 }
 
+align::StepAlignment step_alignment(const StepResult& r, const data::Batch& batch, align::Backend backend,
+                                    const std::string& label) {
+  align::StepAlignment step;
+  step.logp = models::compute_logp(r.out.x_m.detach(), r.out.x_logs.detach(), r.out.z.detach()).to(torch::kFloat32);
+  step.text_lengths = batch.text_lengths;
+  step.mel_lengths = r.out.y_lengths;
+  step.durations = r.out.durations;
+  step.backend = backend;
+  step.label = label;
+  step.ids = batch.ids;
+  return step;
+}
+
 }  // namespace monoflow::train

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "align/mas.h"
+#include "align/mas_compare.h"
 #include "data/batch.h"
 #include "models/glow_tts.h"
 #include "train/distributed/distributed.h"
@@ -52,6 +53,11 @@ StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer
 
 // Forward + losses only, no gradient (validation, DDI).
 StepResult eval_step(models::GlowTTS& model, const data::Batch& batch, const StepOptions& options);
+
+// --compare-align's input (align/mas_compare.h): the step's log-likelihood in float32, its
+// lengths and its own durations, from `backend`. `batch`: the step's device batch.
+align::StepAlignment step_alignment(const StepResult& r, const data::Batch& batch, align::Backend backend,
+                                    const std::string& label);
 
 // The batch's tensors moved to `device` (non-blocking from pinned memory).
 data::Batch to_device(const data::Batch& batch, const torch::Device& device);

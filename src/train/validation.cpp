@@ -18,6 +18,15 @@ class EvalMode {
 
 }  // namespace
 
+ValidationOptions validation_options(const Config& config, const StepOptions& step, const torch::Tensor& mel_basis) {
+  ValidationOptions vo;
+  vo.step = step;
+  vo.step.check_finite = false;
+  vo.mel_basis = mel_basis;
+  vo.griffin_lim = GriffinLimOptions(config.data.mel).seed(static_cast<uint64_t>(config.train.seed));
+  return vo;
+}
+
 ValidationResult validate(models::GlowTTS& model, data::DataLoader& loader, const torch::Device& device,
                           const ValidationOptions& o) {
   RngGuard rng;

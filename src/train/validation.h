@@ -7,6 +7,7 @@
 
 #include "data/loader.h"
 #include "models/glow_tts.h"
+#include "train/config/config.h"
 #include "train/griffin_lim.h"
 #include "train/train_step.h"
 
@@ -30,6 +31,10 @@ struct ValidationOptions {
   torch::Tensor mel_basis;     // [n_mels, n_fft/2+1]; undefined: no audio
   GriffinLimOptions griffin_lim;
 };
+
+// The trainer's validation: its step's options without the finite check, Griffin-Lim with
+// the config's STFT and seed, the validation set's filterbank `mel_basis`.
+ValidationOptions validation_options(const Config& config, const StepOptions& step, const torch::Tensor& mel_basis);
 
 ValidationResult validate(models::GlowTTS& model, data::DataLoader& loader, const torch::Device& device,
                           const ValidationOptions& options);

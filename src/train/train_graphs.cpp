@@ -1,0 +1,48 @@
+#include "train/train_graphs.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/error.h"
+#include "train/bucket_lengths.h"
+
+namespace monoflow::train {
+
+bool TrainGraphs::wanted(bool cuda_graphs, const torch::Device& device, const StepOptions& options) {
+  return cuda_graphs && device.is_cuda() && GraphedTrainStep::supported(device, options);
+}
+
+TrainGraphs::TrainGraphs(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options, int64_t skipped)
+    : graphed_(std::move(model), optimizer, options, buckets_, skipped) {}
+
+std::string TrainGraphs::description(int64_t n_sqz) const {
+  const std::vector<int64_t> extra = BucketLengthOptions().extra_frames();
+  const int64_t most_extra_frames = *std::max_element(extra.begin(), extra.end()) * n_sqz;
+  return "CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets_.text_multiple) +
+         " tokens, mel to " + std::to_string(buckets_.mel_multiple) + " frames, then up to " +
+         std::to_string(most_extra_frames) + " more where cuDNN measures faster) is recorded once, then replayed";
+}
+
+void TrainGraphs::start_readback(int64_t step, int64_t epoch) {
+  graphed_.start_readback();
+  readback_step_ = step;
+  readback_epoch_ = epoch;
+}
+
+std::optional<TrainGraphs::Readback> TrainGraphs::finish_readback() {
+  if (readback_step_ == 0) return std::nullopt;
+  Readback r{readback_step_, readback_epoch_, graphed_.finish_readback()};
+  readback_step_ = 0;
+  return r;
+}
+
+void TrainGraphs::check_errors(const GraphStatus& s) {
+  if (s.bad_lengths_step > 0) {
+    throw UserError("step " + std::to_string(s.bad_lengths_step) + ": item " + std::to_string(s.bad_lengths_item) +
+                    " of the batch has more text tokens than mel frames (MAS found no monotonic alignment); "
+                    "check the dataset's lengths");
+  }
+  TORCH_CHECK(s.timeout_step == 0, "step ", s.timeout_step, ": the cuda-fast MAS hand-over between warps timed out");
+}
+
+}  // namespace monoflow::train
