@@ -253,7 +253,7 @@ def load_generator(ckpt_path, config_path, unsafe_load=False):
 def recipe_warnings(h):
     warnings = []
     for key, ours in MONOFLOW_MEL.items():
-        if key in h and h[key] is not None and float(h[key]) != float(ours):
+        if key != "num_mels" and key in h and h[key] is not None and float(h[key]) != float(ours):
             warnings.append(f"config {key} = {h[key]}, monoflow's mels use {ours}")
     if int(h["num_mels"]) != MONOFLOW_MEL["num_mels"]:
         warnings.append(f"this generator takes {h['num_mels']} mel channels; monoflow's configs make "
