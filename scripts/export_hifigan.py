@@ -2,7 +2,7 @@
 """Export a HiFi-GAN generator checkpoint to the TorchScript file `synthesize --vocoder` runs.
 
     export_hifigan.py g_02500000 -o hifigan.ts              # config.json beside the checkpoint
-    export_hifigan.py generator_v1 --config config.json -o hifigan.ts
+    export_hifigan.py GENERATOR --config config.json -o hifigan.ts
     export_hifigan.py --tiny-random tiny/g_00000000          # a tiny random checkpoint (tests)
     export_hifigan.py CKPT --reference mel.npy audio.npy     # the eager generator on a saved mel
 
@@ -352,22 +352,22 @@ def tiny_random(path, resblock, seed, num_mels):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\nReads")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", nargs="?", help="HiFi-GAN generator checkpoint (g_XXXXXXXX)")
     p.add_argument("--config", help="its config.json (default: config.json beside the checkpoint)")
     p.add_argument("-o", "--output", help="the TorchScript file to write (synthesize --vocoder)")
     p.add_argument("--reference", nargs=2, metavar=("MEL_NPY", "AUDIO_NPY"),
                    help="also run the eager generator on a [n_mels, frames] float32 .npy mel and save its audio")
-    p.add_argument("--check-frames", type=int, default=48, help="frames of the mel the export is checked on")
-    p.add_argument("--tolerance", type=float, default=1e-4, help="largest scripted-vs-eager difference accepted")
+    p.add_argument("--check-frames", type=int, default=48, help="frames of the mel the export is checked on (%(default)s)")
+    p.add_argument("--tolerance", type=float, default=1e-4, help="largest scripted-vs-eager difference accepted (%(default)s)")
     p.add_argument("--unsafe-load", action="store_true",
                    help="read the checkpoint with full unpickling (only for a file you trust)")
     p.add_argument("--tiny-random", metavar="OUT_CKPT",
                    help="write a tiny random-weight generator checkpoint and config.json beside it, then stop")
-    p.add_argument("--resblock", choices=("1", "2"), default="1", help="--tiny-random's residual block kind")
-    p.add_argument("--seed", type=int, default=1, help="--tiny-random's seed")
-    p.add_argument("--num-mels", type=int, default=80, help="--tiny-random's mel channels")
+    p.add_argument("--resblock", choices=("1", "2"), default="1", help="--tiny-random's residual block kind (%(default)s)")
+    p.add_argument("--seed", type=int, default=1, help="--tiny-random's seed (%(default)s)")
+    p.add_argument("--num-mels", type=int, default=80, help="--tiny-random's mel channels (%(default)s)")
     args = p.parse_args(argv)
     try:
         if args.tiny_random:
