@@ -2,7 +2,7 @@
 //
 // Each run of a model places its boundaries with an offset of its own, the same all along the
 // utterance: from -4 to +19 ms over eighteen GPU runs of the quick-start model
-// (docs/benchmarks.md, "Recentring on the spectral change"). The audio tells the offset. Where
+// (docs/history/benchmarks-2026-11.md, "Recentring on the spectral change"). The audio tells the offset. Where
 // two words meet without a pause, the log-mel changes fastest at a fixed distance from the true
 // boundary: averaged over a run's word junctions, the change peaks 1.29 frames after espeak-ng's
 // word boundaries in runs without an offset, and one frame earlier for each frame a run is late
