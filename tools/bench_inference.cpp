@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "cli_main.h"
+#include "common/host_memory.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "bench/infer_bench.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--calls", o.setup.timed, "timed calls (spec: 20)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.setup.warmup, "warm-up calls (spec: 3)")->check(CLI::NonNegativeNumber);
   return cli_main(app, argc, argv, CliStyle("bench_inference"), [&] {
+    keep_freed_host_memory();  // as synthesize does (common/host_memory.h)
     o.setup.config = train::load_config(config_path, overrides);
     o.setup.device = train::resolve_device(device_arg, "--device");
     const torch::Device& device = o.setup.device;

@@ -13,6 +13,7 @@
 #include "cli_main.h"
 #include "common/contained_path.h"
 #include "common/error.h"
+#include "common/host_memory.h"
 #include "train/log/image.h"
 #include "train/log/plot.h"
 #include "infer/npy.h"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
                  "refuse a text predicted to need more mel frames (30000: ~6 min at 22050 Hz)");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("synthesize"), [&] {
     monoflow::train::set_intra_op_threads(/*requested: automatic*/ 0, /*loader workers*/ 0);
+    monoflow::keep_freed_host_memory();  // no page faults on every call's activations (host_memory.h)
     if (text_option->count() == 0 && file_option->count() == 0) throw monoflow::UserError("give --text or --text-file");
     if (file_option->count() > 0) {
       if (!mel_out.empty() || !mel_png.empty() || !align_png.empty()) {
