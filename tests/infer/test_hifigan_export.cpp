@@ -14,7 +14,7 @@
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
 #include "test_util.h"
-#include "tiny_corpus.h"
+#include "tiny_checkpoint.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
 #include "train/config/library_options.h"
@@ -38,22 +38,6 @@ std::string python_with_torch() {
   return python;
 }
 
-// An untrained tiny Glow-TTS (80 mel channels, hop 256) to make mels with.
-std::string tiny_tts_checkpoint(const TempDir& dir) {
-  const Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
-  const text::TextProcessor tp(c.text);
-  torch::manual_seed(5);
-  models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
-  torch::optim::Adam adam(model->parameters());
-  CheckpointState s;
-  s.step = 7;
-  s.scheduler = c.train.scheduler;
-  s.config_yaml = to_yaml(c);
-  s.rng = capture_rng();
-  const std::string path = dir / "ckpt_000000007.pt";
-  save_checkpoint(path, *model, adam, s);
-  return path;
-}
 
 torch::Tensor read_npy(const std::string& path) { return decode_npy(read_text(path), path); }
 
@@ -82,7 +66,7 @@ class HifiganExport : public ::testing::Test {
 
     // The mel synthesize makes (its noise is seeded: the same mel again below).
     SynthesisOptions o;
-    o.checkpoint = tiny_tts_checkpoint(dir_);
+    o.checkpoint = tiny_checkpoint(dir_);  // 80 mel channels, hop 256
     o.text = "hello world.";
     o.device = "cpu";
     o.griffin_lim_iterations = 1;
