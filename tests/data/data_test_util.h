@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include "common/error.h"
@@ -88,6 +89,17 @@ inline std::string error_within(const std::function<void()>& f, const std::vecto
 }
 
 // mkfifo `path` (0600); fails the test when it cannot.
+// Sets the intra-op thread count while alive (also above the core count: 16 on CI's 2 cores),
+// and restores it.
+class IntraOpThreads {
+ public:
+  explicit IntraOpThreads(int n) : saved_(at::get_num_threads()) { at::set_num_threads(n); }
+  ~IntraOpThreads() { at::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
 inline void make_fifo(const std::string& path) { ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path; }
 
 // A tone of `samples` samples on the int16 grid (exactly representable after a wav round trip).

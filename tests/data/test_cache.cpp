@@ -102,16 +102,6 @@ TEST(FeatureCache, DatasetFillsAndReusesTheCache) {
   EXPECT_TRUE(torch::equal(ds.compute_cached_mel(1), first.mel));
 }
 
-// Sets the intra-op thread count while alive, and restores it.
-class IntraOpThreads {
- public:
-  explicit IntraOpThreads(int n) : saved_(at::get_num_threads()) { at::set_num_threads(n); }
-  ~IntraOpThreads() { at::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
-
 TEST(FeatureCache, FillComputesEachUtteranceOnceOnSeveralThreads) {
   TempDir dir;
   const auto corpus = cached_corpus(dir, {6000, 9000, 7000, 5000, 8000});

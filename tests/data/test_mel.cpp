@@ -6,11 +6,13 @@
 
 #include "data/mel.h"
 #include "data/serial_ops.h"
+#include "data_test_util.h"
 
 namespace {
 
 using monoflow::data::MelOptions;
 using monoflow::data::MelSpectrogram;
+using monoflow::data::testing::IntraOpThreads;
 
 std::string fixture(const std::string& name) {
   const char* root = std::getenv("MONOFLOW_SOURCE_DIR");
@@ -141,17 +143,6 @@ TEST(MelSpectrogram, FrameCountAndBatchedEqualsSingle) {
   EXPECT_TRUE(torch::allclose(batched[0], mel(x), 1e-5, 1e-5));
   EXPECT_TRUE(torch::allclose(batched[1], mel(y), 1e-5, 1e-5));
 }
-
-// Sets the intra-op thread count while alive (also above the core count: 16 on CI's 2 cores),
-// and restores it.
-class IntraOpThreads {
- public:
-  explicit IntraOpThreads(int n) : saved_(at::get_num_threads()) { at::set_num_threads(n); }
-  ~IntraOpThreads() { at::set_num_threads(saved_); }
-
- private:
-  int saved_;
-};
 
 // Cached mels are compared bit for bit, and preprocess's workers (one intra-op thread each)
 // fill the cache the trainer's main thread (all cores) reads. A float32 matmul for the filterbank
