@@ -132,10 +132,11 @@ OLD_TO_NEW = {".weight_g": ".parametrizations.weight.original0",
               ".weight_v": ".parametrizations.weight.original1"}
 
 
-def to_parametrization_names(state):
+def renamed(state, suffixes):
+    """`state` with each key's suffix renamed by `suffixes` (old suffix -> new)."""
     out = {}
     for key, value in state.items():
-        for old, new in OLD_TO_NEW.items():
+        for old, new in suffixes.items():
             if key.endswith(old):
                 key = key[: -len(old)] + new
                 break
@@ -143,15 +144,12 @@ def to_parametrization_names(state):
     return out
 
 
+def to_parametrization_names(state):
+    return renamed(state, OLD_TO_NEW)
+
+
 def to_public_names(state):
-    out = {}
-    for key, value in state.items():
-        for old, new in OLD_TO_NEW.items():
-            if key.endswith(new):
-                key = key[: -len(new)] + old
-                break
-        out[key] = value
-    return out
+    return renamed(state, {new: old for old, new in OLD_TO_NEW.items()})
 
 
 def config_fields_for(key):
