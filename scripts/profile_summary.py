@@ -48,28 +48,35 @@ def union_length(intervals):
     return total
 
 
-def launching_ops(events):
-    """correlation id -> "outer / inner" op names of the host ops around each kernel launch."""
+def host_stacks(events, cats):
+    """Each host event of the categories `cats` ("cpu_op", "user_annotation", ...; launches are
+    "cuda_runtime"/"cuda_driver") with the cpu_op and user_annotation events around it on its
+    thread, outermost first, in time order per thread."""
     by_tid = collections.defaultdict(list)
     for e in events:
-        if e.get("cat") in ("cpu_op", "cuda_runtime", "cuda_driver"):
+        if e.get("cat") in cats:
             by_tid[e.get("tid")].append(e)
-    names = {}
     for items in by_tid.values():
         items.sort(key=lambda e: (e["ts"], -e["dur"]))
         stack = []
         for e in items:
             while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
                 stack.pop()
-            if e["cat"] == "cpu_op":
+            yield e, stack
+            if e["cat"] in ("cpu_op", "user_annotation"):
                 stack.append(e)
-                continue
-            corr = e.get("args", {}).get("correlation")
-            if corr is None or not stack:
-                continue
-            nodes = [s["name"] for s in stack if s["name"].startswith("autograd::engine::evaluate_function")]
-            outer = nodes[-1].split(": ")[-1] if nodes else stack[0]["name"]
-            names[corr] = "%s / %s" % (outer, stack[-1]["name"])
+
+
+def launching_ops(events):
+    """correlation id -> "outer / inner" op names of the host ops around each kernel launch."""
+    names = {}
+    for e, stack in host_stacks(events, ("cpu_op", "cuda_runtime", "cuda_driver")):
+        corr = e.get("args", {}).get("correlation")
+        if e["cat"] == "cpu_op" or corr is None or not stack:
+            continue
+        nodes = [s["name"] for s in stack if s["name"].startswith("autograd::engine::evaluate_function")]
+        outer = nodes[-1].split(": ")[-1] if nodes else stack[0]["name"]
+        names[corr] = "%s / %s" % (outer, stack[-1]["name"])
     return names
 
 
@@ -92,25 +99,15 @@ def kernel_class(name):
 def model_parts(events):
     """correlation id -> model part ("fwd monoflow::flow::CouplingBlock", "bwd monoflow::text_encoder",
     ...) from the monoflow:: scopes around each launch (see the module docstring)."""
-    by_tid = collections.defaultdict(list)
-    for e in events:
-        if e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver"):
-            by_tid[e.get("tid")].append(e)
     seq_scope, launches = {}, []
-    for items in by_tid.values():
-        items.sort(key=lambda e: (e["ts"], -e["dur"]))
-        stack = []
-        for e in items:
-            while stack and stack[-1]["ts"] + stack[-1]["dur"] < e["ts"]:
-                stack.pop()
-            if e["cat"] in ("cpu_op", "user_annotation"):
-                scopes = [x["name"] for x in stack + [e] if x["name"].startswith("monoflow::")]
-                seq = e.get("args", {}).get("Sequence number")
-                backward = any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack)
-                if seq is not None and scopes and not backward and e["cat"] == "cpu_op":
-                    seq_scope.setdefault(seq, scopes[-1])
-                stack.append(e)
-                continue
+    for e, stack in host_stacks(events, ("cpu_op", "user_annotation", "cuda_runtime", "cuda_driver")):
+        if e["cat"] == "cpu_op":
+            scopes = [x["name"] for x in stack + [e] if x["name"].startswith("monoflow::")]
+            seq = e.get("args", {}).get("Sequence number")
+            backward = any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack)
+            if seq is not None and scopes and not backward:
+                seq_scope.setdefault(seq, scopes[-1])
+        elif e["cat"] != "user_annotation":
             corr = e.get("args", {}).get("correlation")
             if corr is not None and stack:
                 launches.append((corr, list(stack)))
