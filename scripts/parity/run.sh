@@ -33,6 +33,7 @@ GPUS=${PARITY_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 # with its defaults; RECIPE_MINUTES=0 skips it.
 RECIPE_CONFIG=${RECIPE_CONFIG:-configs/ljspeech_blank.yaml}
 RECIPE_MINUTES=${RECIPE_MINUTES:-0}
+RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
 WORK=$(realpath -m "${WORK:-$ROOT/.parity-work}")
 mkdir -p "$WORK" "$OUT"
 OFFICIAL=$WORK/glow-tts
@@ -149,22 +150,48 @@ evaluate_run() {  # corpus dir: one judge for every checkpoint (monoflow's conve
 }
 
 recipe_run() {  # corpus: RECIPE_CONFIG for RECIPE_MINUTES, then align (defaults) and score
+  # The last checkpoint is the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint is
+  # scored too (how accuracy grows with training), and the last three together (align's median
+  # of several --checkpoint).
   local corpus=$1 dir=$WORK/recipe/$1
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
   timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$dir/run" \
-    --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.keep_checkpoints=2 \
-    --set run.tensorboard=false > "$dir/train.log" 2>&1 || { echo "parity: recipe run on $corpus failed"; tail -3 "$dir/train.log"; return 1; }
-  local ckpt
-  ckpt=$(ls "$dir"/run/checkpoints/ckpt_*.pt | tail -1)
-  "$BIN/align" --checkpoint "$ckpt" --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
-    --set data.cache_dir="$WORK/data/$corpus/cache" --out "$dir/aligned" -q > "$dir/align.log" 2>&1 &&
-  "$PY" scripts/score_alignment.py --textgrids "$dir/aligned/textgrids" --reference "$PARITY/corpora/$corpus/words" \
-    --json "$dir.json" > "$dir/score.txt" || { echo "parity: recipe align on $corpus failed"; tail -3 "$dir/align.log"; return 1; }
-  echo "parity: recipe on $corpus ($(basename "$ckpt")): $(grep -m1 -i median "$dir/score.txt")"
+    --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set run.tensorboard=false \
+    $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
+      || echo "--set train.keep_checkpoints=2") > "$dir/train.log" 2>&1 \
+    || { echo "parity: recipe run on $corpus failed"; tail -3 "$dir/train.log"; return 1; }
+  local ckpts=("$dir"/run/checkpoints/ckpt_*.pt)
+  local last=${ckpts[-1]} name
+  if [ -n "${RECIPE_SAVE_EVERY:-}" ]; then
+    for ckpt in "${ckpts[@]::${#ckpts[@]}-1}"; do
+      name=$(basename "$ckpt" .pt)
+      recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+    done
+    if ((${#ckpts[@]} >= 3)); then
+      recipe_score "$corpus" "$dir/last3" "${ckpts[@]: -3}" &&
+        echo "parity: recipe on $corpus (median of the last 3): $(grep -m1 -i median "$dir/last3/score.txt")"
+    fi
+  fi
+  recipe_score "$corpus" "$dir/final" "$last" --json "$dir.json" || return 1
+  echo "parity: recipe on $corpus ($(basename "$last")): $(grep -m1 -i median "$dir/final/score.txt")"
 }
 
-export -f train_run evaluate_run run_monoflow data_sets
+recipe_score() {  # corpus dir checkpoint... [--json file]: align (defaults) into dir, then score
+  local corpus=$1 dir=$2 json=()
+  shift 2
+  local ckpts=()
+  while (($#)); do
+    if [ "$1" = --json ]; then json=(--json "$2"); shift 2; else ckpts+=(--checkpoint "$1"); shift; fi
+  done
+  mkdir -p "$dir"
+  "$BIN/align" "${ckpts[@]}" --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
+    --set data.cache_dir="$WORK/data/$corpus/cache" --out "$dir/aligned" -q > "$dir/align.log" 2>&1 &&
+  "$PY" scripts/score_alignment.py --textgrids "$dir/aligned/textgrids" --reference "$PARITY/corpora/$corpus/words" \
+    "${json[@]}" > "$dir/score.txt" || { echo "parity: recipe align on $corpus ($dir) failed"; tail -3 "$dir/align.log"; return 1; }
+}
+
+export -f train_run evaluate_run run_monoflow data_sets recipe_score
 export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS
 declare -A gpu_job
 on_free_gpu() {  # command...: starts it in the background on the first GPU without a job
