@@ -27,8 +27,10 @@ CONFIG_JSON=${CONFIG_JSON:-scripts/parity/quickstart.json}
 PARITY_SETS=${PARITY_SETS:-}
 PY=${PYTHON:-python3}
 # Runs go one per GPU, as many at once as the machine has GPUs (each run uses one).
-GPUS=${PARITY_GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
-((GPUS > 0)) || GPUS=1
+# PARITY_GPUS above the count shares the GPUs round robin (no timings then, only accuracy).
+GPU_COUNT=$(nvidia-smi -L 2>/dev/null | wc -l)
+((GPU_COUNT > 0)) || GPU_COUNT=1
+GPUS=${PARITY_GPUS:-$GPU_COUNT}
 # The alignment recipe (README's): RECIPE_CONFIG for RECIPE_MINUTES on each corpus, then align
 # with its defaults; RECIPE_MINUTES=0 skips it.
 RECIPE_CONFIG=${RECIPE_CONFIG:-configs/ljspeech_blank.yaml}
@@ -199,7 +201,7 @@ on_free_gpu() {  # command...: starts it in the background on the first GPU with
   while :; do
     for ((g = 0; g < GPUS; g++)); do
       if [ -z "${gpu_job[$g]:-}" ] || ! kill -0 "${gpu_job[$g]}" 2>/dev/null; then
-        CUDA_VISIBLE_DEVICES=$g "$@" &
+        CUDA_VISIBLE_DEVICES=$((g % GPU_COUNT)) "$@" &
         gpu_job[$g]=$!
         return
       fi
