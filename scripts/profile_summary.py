@@ -15,10 +15,13 @@ the CUPTI correlation id, and the launch to the ATen ops around it on the host t
 part of the model: the model and the step name their parts with "monoflow::..." scopes (text
 encoder, each flow kind, MAS and prior, loss, clip and optimizer); a forward kernel belongs to
 the innermost scope around its launch, a backward kernel to the scope of the forward op its
-autograd node differentiates (their common "Sequence number"), and each part is split into
+autograd node differentiates (their common "Sequence number"; a node of monoflow's own
+autograd functions, which has no forward op of its number, that of the forward op made just
+before it), and each part is split into
 kernel classes (matrix/convolution, element-wise, reduction, copy, monoflow's own kernels).
 """
 import argparse
+import bisect
 import collections
 import json
 import re
@@ -111,12 +114,23 @@ def model_parts(events):
             corr = e.get("args", {}).get("correlation")
             if corr is not None and stack:
                 launches.append((corr, list(stack)))
+    # A node of monoflow's own autograd functions (CppNode) has no forward op of its number in the
+    # trace; numbers rise in the order the forward made the nodes, so it takes the scope of the
+    # closest forward op made before it.
+    known = sorted(seq_scope)
+
+    def scope_of(q):
+        if q in seq_scope:
+            return seq_scope[q]
+        i = bisect.bisect_left(known, q)
+        return seq_scope[known[i - 1]] if i > 0 else None
+
     parts = {}
     for corr, stack in launches:
         if any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack):
             seqs = [x.get("args", {}).get("Sequence number") for x in stack]
             seqs = [q for q in seqs if q is not None]
-            scope = next((seq_scope[q] for q in reversed(seqs) if q in seq_scope), None)
+            scope = next((scope_of(q) for q in reversed(seqs) if scope_of(q)), None)
             parts[corr] = "bwd " + (scope or "(no scope)")
         else:
             scopes = [x["name"] for x in stack if x["name"].startswith("monoflow::")]

@@ -1,0 +1,97 @@
+// scripts/profile_summary.py on a constructed Kineto trace: which part of the model each kernel's
+// time lands in, forward and backward.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+
+std::string run(const std::string& command, int* status) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int raw = pclose(pipe);
+  *status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return out;
+}
+
+// One event of the trace: ph "X", category, name, start and duration in microseconds, args.
+std::string event(const std::string& cat, const std::string& name, int ts, int dur, const std::string& args = "") {
+  return "{\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"ts\": " + std::to_string(ts) +
+         ", \"dur\": " + std::to_string(dur) + (args.empty() ? "" : ", \"args\": {" + args + "}") + "}";
+}
+
+std::string launch(int ts, int correlation) {
+  return event("cuda_runtime", "cudaLaunchKernel", ts, 1, "\"correlation\": " + std::to_string(correlation));
+}
+
+std::string kernel(const std::string& name, int ts, int dur, int correlation) {
+  return event("kernel", name, ts, dur, "\"correlation\": " + std::to_string(correlation));
+}
+
+// The line of the "by part of the model" table that names `part`, or "" when none does.
+std::string part_line(const std::string& out, const std::string& part) {
+  const size_t table = out.find("by part of the model");
+  if (table == std::string::npos) return "";
+  for (size_t at = out.find('\n', table); at != std::string::npos && at + 1 < out.size();) {
+    const size_t end = out.find('\n', at + 1);
+    const std::string line = out.substr(at + 1, end - at - 1);
+    if (line.find("  " + part + " ") != std::string::npos) return line;
+    if (line.rfind("GPU kernel time", 0) == 0) break;
+    at = end;
+  }
+  return "";
+}
+
+// The forward of a coupling block runs a convolution (an ATen op, autograd number 100) and one of
+// monoflow's own autograd functions (number 101, which has no op of its number in the trace);
+// the text encoder's op is number 200. In the backward, the autograd engine evaluates node 100
+// (a 2 ms kernel), node 101 (3 ms) and node 200 (4 ms). The kernels of nodes 100 and 101 belong
+// to the coupling block's backward, node 200's to the text encoder's: node 101 takes the scope of
+// the forward op made just before it. Before 2026-11-27 its 3 ms were "bwd (no scope)".
+TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope) {
+  const std::string py = "python3";  // the script needs the standard library only
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string root = source ? source : ".";
+  const std::string trace = testing::TempDir() + "profile_summary_trace.json";
+  const std::string evaluate = "autograd::engine::evaluate_function: ";
+  std::ofstream(trace)
+      << "{\"traceEvents\": [\n"
+      << event("user_annotation", "monoflow_step", 0, 100000) << ",\n"
+      << event("user_annotation", "monoflow::flow::CouplingBlock", 10, 40) << ",\n"
+      << event("cpu_op", "aten::conv1d", 12, 5, "\"Sequence number\": 100") << ",\n"
+      << launch(13, 1) << ",\n"
+      << event("cpu_op", "aten::empty", 20, 2) << ",\n"
+      << launch(30, 2) << ",\n"  // the custom function's forward kernel, inside the scope
+      << event("user_annotation", "monoflow::text_encoder", 60, 20) << ",\n"
+      << event("cpu_op", "aten::mm", 62, 5, "\"Sequence number\": 200") << ",\n"
+      << launch(63, 3) << ",\n"
+      << event("cpu_op", evaluate + "MmBackward0", 100, 10, "\"Sequence number\": 200") << ",\n"
+      << launch(101, 4) << ",\n"
+      << event("cpu_op", evaluate + "torch::autograd::CppNode<Gate>", 120, 10, "\"Sequence number\": 101") << ",\n"
+      << launch(121, 5) << ",\n"
+      << event("cpu_op", evaluate + "ConvolutionBackward0", 140, 10, "\"Sequence number\": 100") << ",\n"
+      << launch(141, 6) << ",\n"
+      << kernel("conv_fwd", 1000, 1000, 1) << ",\n"
+      << kernel("gate_forward", 3000, 1000, 2) << ",\n"
+      << kernel("mm_fwd", 5000, 1000, 3) << ",\n"
+      << kernel("mm_bwd", 7000, 4000, 4) << ",\n"
+      << kernel("gate_backward", 12000, 3000, 5) << ",\n"
+      << kernel("conv_bwd", 16000, 2000, 6) << "\n]}\n";
+  int status = 0;
+  const std::string out = run(py + " " + root + "/scripts/profile_summary.py " + trace + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(part_line(out, "fwd monoflow::flow::CouplingBlock").find("2.00 ms"), std::string::npos) << out;
+  EXPECT_NE(part_line(out, "bwd monoflow::flow::CouplingBlock").find("5.00 ms"), std::string::npos) << out;
+  EXPECT_NE(part_line(out, "bwd monoflow::text_encoder").find("4.00 ms"), std::string::npos) << out;
+  EXPECT_EQ(part_line(out, "bwd (no scope)"), "") << out;
+  std::remove(trace.c_str());
+}
+
+}  // namespace
