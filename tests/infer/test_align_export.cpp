@@ -68,7 +68,7 @@ TEST(WordSpans, WordsOfTheCleanedTextLoseTheirPunctuation) {
 }
 
 // "ab cd, ef.": a one-frame space between ab and cd, seven frames of ", " before ef, a final ".".
-TEST(WordSpans, ShortGapsAreSplitLongOnesArePauses) {
+TEST(WordSpans, ShortGapsGoToTheNextWordOrAreSplitLongOnesArePauses) {
   const auto tokens = char_tokens("ab cd, ef.", {2, 3, 1, 2, 2, 5, 2, 1, 1, 4});
   const std::vector<std::string> words = {"ab", "cd", "ef"};
   WordSpanOptions o;
@@ -77,7 +77,12 @@ TEST(WordSpans, ShortGapsAreSplitLongOnesArePauses) {
   EXPECT_TRUE(w.labels_from_text);
   EXPECT_EQ(w.words, 3);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 17, ""}, {17, 19, "ef"}, {19, 23, ""}}));
-  o.min_pause_frames = 8;  // the 7-frame gap is split too: 3 frames to "cd", 4 to "ef"
+  // Below the pause threshold the 7-frame gap is the next word's onset (the default) ...
+  o.min_pause_frames = 8;
+  w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 19, "ef"}, {19, 23, ""}}));
+  // ... or split at its middle: 3 frames to "cd", 4 to "ef".
+  o.junction = Junction::kMiddle;
   w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
   // Tokens: one interval each, back to back.

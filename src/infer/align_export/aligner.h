@@ -18,6 +18,8 @@
 // the run's offset (recentre.h), so TextGrids are written when every utterance has been seen.
 #pragma once
 
+#include "infer/align_export/word_spans.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +41,8 @@ struct AlignOptions {
   bool images = false;
   // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
   double min_pause_ms = 40.0;
+  // Where touching words meet (WordSpanOptions::junction).
+  Junction junction = Junction::kNextWord;
   // How far the word edges at the leading and trailing silence move into their words
   // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
   // 23.2 ms in the LJSpeech recipe); 0: not at all.

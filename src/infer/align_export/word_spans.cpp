@@ -91,11 +91,11 @@ WordIntervals word_intervals(const std::vector<AlignedToken>& tokens, const std:
   WordIntervals r;
   r.words = static_cast<int64_t>(groups.size());
   r.labels_from_text = words.size() == groups.size();
-  // Short gaps: the words meet at the gap's middle.
+  // Short gaps: the words meet where the gap begins, or at its middle.
   for (size_t i = 0; i + 1 < groups.size(); ++i) {
     const int64_t gap = groups[i + 1].begin - groups[i].end;
     if (gap < options.min_pause_frames) {
-      groups[i].end += gap / 2;
+      if (options.junction == Junction::kMiddle) groups[i].end += gap / 2;
       groups[i + 1].begin = groups[i].end;
     }
   }

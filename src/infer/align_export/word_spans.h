@@ -21,11 +21,22 @@ struct FrameInterval {
   std::string label;           // "" for a pause
 };
 
+// Where two words meet when the frames between them (the space token, punctuation) are too few
+// for a pause.
+enum class Junction {
+  kNextWord,  // those frames are the next word's onset: the boundary is where they begin
+  kMiddle,    // they are split at their middle
+};
+
 struct WordSpanOptions {
   // Frames between two words that are not a word's sound (the space token, punctuation, blanks)
-  // become a pause interval ("") when they last at least this long; shorter ones are split at
-  // their middle between the two words, which touch, as words do in connected speech.
+  // become a pause interval ("") when they last at least this long; shorter ones go to the two
+  // words, which touch, as words do in connected speech, as `junction` says.
   int64_t min_pause_frames = 4;
+  // kNextWord: with blanks, the word before keeps its tail in the blank after its last token, and
+  // the frames after that blank are the transition into the next word (the closure before a stop,
+  // the onset of a vowel); docs/benchmarks.md, "Alignment accuracy", measures both on two voices.
+  Junction junction = Junction::kNextWord;
 };
 
 // The cleaned text's words, as the word tier labels them: split at whitespace, leading and
