@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
   app.add_flag("--recentre,!--no-recentre", o.recentre,
                "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
-               "calibrated on espeak-ng's en-us word events of the default corpus, and on another voice it "
-               "becomes a bias of its own (docs/benchmarks.md, \"Alignment accuracy\")");
+               "calibrated on espeak-ng's en-us word events of the default corpus, with --junction middle, and on "
+               "another voice it becomes a bias of its own (docs/benchmarks.md, \"Alignment accuracy\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {

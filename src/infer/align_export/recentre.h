@@ -12,7 +12,8 @@
 // The 1.29 frames belong to that voice: where the spectral change sits relative to a word
 // boundary depends on the voice and on what the reference calls a boundary. On an LJSpeech-text
 // corpus spoken by another synthesizer's voice the same correction moved every boundary 5.6 ms
-// later and lost 5 points within 25 ms, so align leaves it off unless asked (--recentre).
+// later and lost 5 points within 25 ms, so align leaves it off unless asked (--recentre). It was
+// measured with touching words meeting at the middle of the frames between them (--junction middle).
 #pragma once
 
 #include <torch/torch.h>
