@@ -586,6 +586,28 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   }
 }
 
+// Without blanks the space token holds one word's tail and the next one's onset, so align's
+// default splits it (kMiddle), and only with blanks gives it to the next word. This model has no
+// blanks: the default is kMiddle's TextGrids, which differ from kNextWord's.
+TEST_F(AlignRun, WordsWithoutBlanksMeetAtTheMiddleOfTheSpaceByDefault) {
+  ASSERT_FALSE(checkpoint_->empty());
+  AlignOptions o = cpu_options("junction_default");
+  align_dataset(o);
+  o.out_dir = *dir_ / "junction_middle";
+  o.junction = Junction::kMiddle;
+  align_dataset(o);
+  o.out_dir = *dir_ / "junction_next";
+  o.junction = Junction::kNextWord;
+  align_dataset(o);
+  int differ = 0;
+  for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
+    const std::string as_default = format_textgrid(textgrid_of("junction_default", id));
+    EXPECT_EQ(as_default, format_textgrid(textgrid_of("junction_middle", id))) << id;
+    differ += as_default != format_textgrid(textgrid_of("junction_next", id));
+  }
+  EXPECT_GT(differ, 0) << "no utterance has a space of two frames or more: the test tells nothing";
+}
+
 // An official Glow-TTS file (what convert_weights --to-official writes) aligns like the monoflow
 // checkpoint it came from, given the config; without one, the error says to give it.
 TEST_F(AlignRun, AnOfficialCheckpointAlignsLikeItsMonoflowTwin) {
