@@ -50,13 +50,13 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", o.cache_dir, "feature cache")->default_str("data.cache_dir (the run's cache)");
   app.add_option("--min-pause-ms", o.min_pause_ms,
                  "a gap between two words this long or longer is a pause interval; shorter ones are split");
-  std::string junction = "auto";
+  std::string junction = "middle";
   app.add_option("--junction", junction,
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
-                 "for a pause: next (they are the next word's onset; the boundary is where they begin), "
-                 "middle (split at their middle), or auto (next for a model with blanks, whose blank after a "
-                 "word holds its tail; middle without)")
-      ->check(CLI::IsMember({"auto", "next", "middle"}))
+                 "for a pause: middle (split at their middle) or next (they are the next word's onset: the "
+                 "boundary is where they begin; better against espeak-ng's word events, worse against flite's, "
+                 "docs/benchmarks.md \"Alignment accuracy\")")
+      ->check(CLI::IsMember({"middle", "next"}))
       ->capture_default_str();
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
                  "move the first word's start after a leading silence and the last word's end before the "
@@ -73,7 +73,6 @@ int main(int argc, char** argv) {
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {
     o.progress = !quiet;
     if (junction == "next") o.junction = monoflow::train::Junction::kNextWord;
-    if (junction == "middle") o.junction = monoflow::train::Junction::kMiddle;
     const auto r = monoflow::train::align_dataset(o);
     std::fprintf(stderr,
                  "align: %lld utterances (%.1f s of audio, %lld words) in %.1f s on %s (MAS %s); %lld bad line(s) "

@@ -77,14 +77,15 @@ TEST(WordSpans, ShortGapsGoToTheNextWordOrAreSplitLongOnesArePauses) {
   EXPECT_TRUE(w.labels_from_text);
   EXPECT_EQ(w.words, 3);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 17, ""}, {17, 19, "ef"}, {19, 23, ""}}));
-  // Below the pause threshold the 7-frame gap is the next word's onset (the default) ...
+  // Below the pause threshold the 7-frame gap is split at its middle (the default): 3 frames to
+  // "cd", 4 to "ef" ...
   o.min_pause_frames = 8;
   w = word_intervals(tokens, words, o);
-  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 19, "ef"}, {19, 23, ""}}));
-  // ... or split at its middle: 3 frames to "cd", 4 to "ef".
-  o.junction = Junction::kMiddle;
-  w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
+  // ... or, kNextWord, it is the next word's onset.
+  o.junction = Junction::kNextWord;
+  w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 19, "ef"}, {19, 23, ""}}));
   // Tokens: one interval each, back to back.
   const auto t = token_intervals(tokens);
   ASSERT_EQ(t.size(), 10u);
@@ -570,7 +571,6 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   AlignOptions o = cpu_options("recentred");
   o.recentre = true;
   o.recentre_min_junctions = 1;  // the tiny corpus has few
-  o.junction = Junction::kMiddle;  // the boundaries its constant was calibrated with
   const AlignReport moved = align_dataset(o);
   o.recentre = false;
   o.out_dir = *dir_ / "as_mas";
@@ -586,10 +586,10 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   }
 }
 
-// Without blanks the space token holds one word's tail and the next one's onset, so align's
-// default splits it (kMiddle), and only with blanks gives it to the next word. This model has no
-// blanks: the default is kMiddle's TextGrids, which differ from kNextWord's.
-TEST_F(AlignRun, WordsWithoutBlanksMeetAtTheMiddleOfTheSpaceByDefault) {
+// align's default splits the frames between touching words at their middle (kNextWord helps
+// against one voice's references and hurts against another's): the default TextGrids are
+// kMiddle's, which differ from kNextWord's.
+TEST_F(AlignRun, TouchingWordsMeetAtTheMiddleOfTheFramesBetweenThemByDefault) {
   ASSERT_FALSE(checkpoint_->empty());
   AlignOptions o = cpu_options("junction_default");
   align_dataset(o);

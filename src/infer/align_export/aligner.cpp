@@ -199,7 +199,7 @@ AlignReport align_dataset(const AlignOptions& o) {
   if (o.images) make_dirs(o.out_dir + "/images");
   const FrameTiming timing{c.data.mel.hop_length, c.data.mel.sampling_rate};
   WordSpanOptions spans;
-  spans.junction = o.junction.value_or(c.text.add_blank ? Junction::kNextWord : Junction::kMiddle);
+  spans.junction = o.junction;
   spans.min_pause_frames =
       static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
   const double silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0

@@ -21,7 +21,6 @@
 #include "infer/align_export/word_spans.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,10 +41,8 @@ struct AlignOptions {
   bool images = false;
   // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
   double min_pause_ms = 40.0;
-  // Where touching words meet (WordSpanOptions::junction); empty: kNextWord for a model with
-  // blanks (data.add_blank), whose blank after a word's last token holds its tail, else kMiddle
-  // (the space token holds the tail of one word and the onset of the next).
-  std::optional<Junction> junction;
+  // Where touching words meet (WordSpanOptions::junction).
+  Junction junction = Junction::kMiddle;
   // How far the word edges at the leading and trailing silence move into their words
   // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
   // 23.2 ms in the LJSpeech recipe); 0: not at all.
