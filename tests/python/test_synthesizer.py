@@ -1,0 +1,64 @@
+"""monoflow.Synthesizer against the synthesize tool on the same checkpoint and text."""
+
+import subprocess
+import wave
+
+import numpy as np
+import pytest
+import torch
+
+import monoflow
+
+TEXT = "Hello there, tiny model."
+
+
+def test_mel_is_the_synthesize_tools_mel(checkpoint, tool, tmp_path):
+    mel_npy, wav = tmp_path / "mel.npy", tmp_path / "out.wav"
+    subprocess.run([tool("synthesize"), "--checkpoint", checkpoint, "--text", TEXT, "--device", "cpu",
+                    "-o", str(wav), "--mel-out", str(mel_npy)], check=True, capture_output=True)
+    mel = monoflow.Synthesizer(checkpoint).mel(TEXT)
+    assert isinstance(mel, torch.Tensor) and mel.dtype == torch.float32
+    expected = torch.from_numpy(np.load(mel_npy))
+    assert mel.shape == expected.shape and mel.shape[0] == 80
+    assert torch.equal(mel, expected)
+
+
+def test_tts_gives_the_tools_waveform_and_rate(checkpoint, tool, tmp_path):
+    wav = tmp_path / "out.wav"
+    subprocess.run([tool("synthesize"), "--checkpoint", checkpoint, "--text", TEXT, "--device", "cpu",
+                    "-o", str(wav)], check=True, capture_output=True)
+    voice = monoflow.Synthesizer(checkpoint)
+    audio, rate = voice.tts(TEXT)
+    assert rate == 22050 and audio.dim() == 1 and audio.dtype == torch.float32
+    frames = voice.mel(TEXT).shape[1]
+    assert audio.numel() == (frames - 1) * 256  # Griffin-Lim's inverse STFT, centred frames
+    with wave.open(str(wav)) as w:
+        assert w.getframerate() == rate
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    # the tool's wav is this waveform as 16-bit PCM (train/wav.cpp: clamp, x32767, round)
+    assert np.array_equal(pcm, np.round(np.clip(audio.numpy(), -1, 1) * 32767).astype(np.int16))
+
+
+def test_results_are_the_library_tensors_not_copies(checkpoint):
+    r = monoflow.Synthesizer(checkpoint).synthesize(TEXT)
+    assert r.mel.data_ptr() == r.mel.data_ptr()
+    r.mel[0, 0] = 123.0  # writes the at::Tensor the result holds
+    assert r.mel[0, 0].item() == 123.0
+    assert r.alignment.shape == (r.alignment.shape[0], r.mel.shape[1])
+    assert r.audio.numel() == (r.mel.shape[1] - 1) * 256 and r.sample_rate == 22050 and r.step == 3
+
+
+def test_errors_carry_the_librarys_messages(checkpoint, tmp_path):
+    missing = str(tmp_path / "missing.pt")
+    with pytest.raises(monoflow.FileError) as e:
+        monoflow.Synthesizer(missing)
+    assert missing in str(e.value) and e.value.file == missing
+    voice = monoflow.Synthesizer(checkpoint)
+    with pytest.raises(monoflow.UserError, match=r"text '\.\.\. !': nothing to say"):
+        voice.tts("... !")
+    with pytest.raises(monoflow.UserError, match="is a single-speaker model"):
+        voice.mel(TEXT, speaker=2)
+    with pytest.raises(monoflow.UserError, match="--length-scale"):
+        monoflow.Synthesizer(checkpoint, length_scale=0)
+    with pytest.raises(monoflow.UserError, match=r"^--set: data\.sampling_rate: must be > 0, got -5$"):
+        monoflow.Synthesizer(checkpoint, overrides=["data.sampling_rate=-5"])
