@@ -62,3 +62,31 @@ def test_errors_carry_the_librarys_messages(checkpoint, tmp_path):
         monoflow.Synthesizer(checkpoint, length_scale=0)
     with pytest.raises(monoflow.UserError, match=r"^--set: data\.sampling_rate: must be > 0, got -5$"):
         monoflow.Synthesizer(checkpoint, overrides=["data.sampling_rate=-5"])
+
+
+@pytest.fixture(scope="module")
+def two_speakers(corpus, tmp_path_factory):
+    """A tiny model of two speakers (a filelist path|speaker|text over the tiny corpus)."""
+    from conftest import TEXTS, tiny_config_yaml
+
+    folder = tmp_path_factory.mktemp("speakers")
+    filelist = folder / "list.txt"
+    filelist.write_text("".join(f"wavs/TINY-{100 + i}.wav|{i % 2}|{t}\n" for i, t in enumerate(TEXTS)))
+    config = folder / "tiny.yaml"
+    config.write_text(tiny_config_yaml(corpus, str(folder / "run"), 3))
+    return monoflow.train(str(config), [f"data.training_files={filelist}", "data.n_speakers=2",
+                                        "model.gin_channels=8"], quiet=True).checkpoint
+
+
+def test_a_speaker_per_call_or_at_construction(two_speakers):
+    voice = monoflow.Synthesizer(two_speakers)  # no speaker yet: each call gives one
+    zero, one = voice.mel(TEXT, speaker=0), voice.mel(TEXT, speaker=1)
+    assert not torch.equal(zero, one)
+    assert torch.equal(monoflow.Synthesizer(two_speakers, speaker=1).mel(TEXT), one)
+    assert torch.equal(monoflow.Synthesizer(two_speakers, speaker=1).mel(TEXT, speaker=0), zero)
+    with pytest.raises(monoflow.UserError, match=r"is a model of 2 speakers: give --speaker 0\.\.1$"):
+        voice.tts(TEXT)
+    with pytest.raises(monoflow.UserError, match=r"give --speaker 0\.\.1 \(got 2\)"):
+        voice.tts(TEXT, speaker=2)
+    with pytest.raises(monoflow.UserError, match=r"\(got 5\)"):
+        monoflow.Synthesizer(two_speakers, speaker=5)
