@@ -92,7 +92,7 @@ void bind_align(py::module_& m) {
       [](std::variant<std::string, std::vector<std::string>> checkpoint, std::optional<std::string> dataset_dir,
          std::optional<std::string> filelist, std::optional<std::string> out_dir, std::optional<std::string> config,
          std::vector<std::string> overrides, const std::string& device, int batch_size,
-         std::optional<std::string> cache_dir, bool images, double min_pause_ms,
+         std::optional<std::string> cache_dir, bool images, double min_pause_ms, const std::string& junction,
          std::optional<double> silence_edge_ms, bool recentre, bool progress) {
         AlignOptions o;
         if (auto* one = std::get_if<std::string>(&checkpoint)) {
@@ -111,6 +111,10 @@ void bind_align(py::module_& m) {
         o.cache_dir = cache_dir.value_or("");
         o.images = images;
         o.min_pause_ms = min_pause_ms;
+        if (junction != "next" && junction != "middle") {
+          throw UserError("junction: '" + junction + "': give 'next' or 'middle' (align --junction)");
+        }
+        o.junction = junction == "middle" ? train::Junction::kMiddle : train::Junction::kNextWord;
         o.silence_edge_ms = silence_edge_ms.value_or(-1);
         o.recentre = recentre;
         o.progress = progress;
@@ -120,7 +124,8 @@ void bind_align(py::module_& m) {
       py::arg("checkpoint"), py::kw_only(), py::arg("dataset_dir") = py::none(), py::arg("filelist") = py::none(),
       py::arg("out_dir") = py::none(), py::arg("config") = py::none(),
       py::arg("overrides") = std::vector<std::string>{}, py::arg("device") = "cpu", py::arg("batch_size") = 0,
-      py::arg("cache_dir") = py::none(), py::arg("images") = false, py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms,
+      py::arg("cache_dir") = py::none(), py::arg("images") = false,
+      py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms, py::arg("junction") = "next",
       py::arg("silence_edge_ms") = py::none(), py::arg("recentre") = false, py::arg("progress") = false);
 }
 

@@ -89,7 +89,8 @@ void bind_train(py::module_& m) {
         if (summary.interrupted && summary.signal == SIGINT) {
           const std::string message =
               "training stopped by SIGINT at step " + std::to_string(summary.step) + "; last checkpoint " +
-              (summary.checkpoint.empty() ? "(none)" : summary.checkpoint) + "; monoflow.train(..., resume=True) continues";
+              (summary.checkpoint.empty() ? "(none)" : summary.checkpoint) +
+              "; monoflow.train(..., resume=True) continues";
           PyErr_SetString(PyExc_KeyboardInterrupt, message.c_str());
           throw py::error_already_set();
         }

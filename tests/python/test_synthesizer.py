@@ -90,3 +90,18 @@ def test_a_speaker_per_call_or_at_construction(two_speakers):
         voice.tts(TEXT, speaker=2)
     with pytest.raises(monoflow.UserError, match=r"\(got 5\)"):
         monoflow.Synthesizer(two_speakers, speaker=5)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_a_libtorch_error_is_a_runtime_error_without_the_cpp_backtrace(checkpoint, tmp_path):
+    class Broken(torch.nn.Module):
+        def forward(self, mel: torch.Tensor) -> torch.Tensor:
+            return torch.ones(2) + torch.ones(3)
+
+    vocoder = str(tmp_path / "broken.ts")
+    torch.jit.script(Broken()).save(vocoder)
+    with pytest.raises(RuntimeError) as e:
+        monoflow.Synthesizer(checkpoint, vocoder=vocoder).tts(TEXT)
+    assert not isinstance(e.value, monoflow.UserError)
+    assert "The size of tensor a (2) must match the size of tensor b (3)" in str(e.value)
+    assert "Exception raised from" not in str(e.value)  # c10's C++ backtrace, which the tools do not print either

@@ -84,3 +84,23 @@ def test_sigint_stops_with_a_checkpoint_and_raises_keyboard_interrupt(tiny_confi
     """)
     done = subprocess.run([sys.executable, "-c", after], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "python handler" in done.stdout, done.stderr
+
+
+def test_sigterm_stops_with_a_checkpoint_and_returns_the_summary(tiny_config, tmp_path):
+    script = textwrap.dedent(f"""
+        import monoflow
+        s = monoflow.train({tiny_config!r}, ["train.max_steps=100000", "train.checkpoint_interval=100000"], quiet=True)
+        print("returned", s.interrupted, s.signal, s.stop_reason, s.step, s.checkpoint, flush=True)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    deadline = time.time() + 120
+    while not (metrics.exists() and metrics.stat().st_size > 0) and time.time() < deadline and child.poll() is None:
+        time.sleep(0.2)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    returned, interrupted, signal_number, reason, step, checkpoint = out.split()
+    assert (returned, interrupted, signal_number, reason) == ("returned", "True", "15", "signal")
+    assert checkpoint.endswith(f"ckpt_{int(step):09d}.pt") and os.path.exists(checkpoint)
