@@ -1,5 +1,6 @@
 // monoflow.Synthesizer: a checkpoint loaded once (src/infer/synthesis.h), texts said one at a
 // time. The model runs with the GIL released; results cross as torch.Tensor without copies.
+#include <mutex>
 #include <optional>
 
 #include "bindings.h"
@@ -23,12 +24,16 @@ class Synthesizer {
   SynthesisResult say(const std::string& text, std::optional<int64_t> speaker, bool audio) {
     const std::optional<int64_t> chosen = speaker ? speaker : speaker_;
     py::gil_scoped_release release;
+    // One text at a time: the speaker and the vocoder switch are the C++ Synthesizer's state, and
+    // Python threads may share this object now that the GIL is released.
+    std::lock_guard<std::mutex> lock(mutex_);
     synthesizer_->set_speaker(chosen ? *chosen : -1);  // a multi-speaker model without one says which to give
     return audio ? synthesizer_->say(text, "text") : synthesizer_->say_mel(text, "text");
   }
 
  private:
   std::optional<int64_t> speaker_;
+  std::mutex mutex_;
   std::unique_ptr<train::Synthesizer> synthesizer_;
 };
 

@@ -105,3 +105,23 @@ def test_a_libtorch_error_is_a_runtime_error_without_the_cpp_backtrace(checkpoin
     assert not isinstance(e.value, monoflow.UserError)
     assert "The size of tensor a (2) must match the size of tensor b (3)" in str(e.value)
     assert "Exception raised from" not in str(e.value)  # c10's C++ backtrace, which the tools do not print either
+
+
+def test_threads_may_share_a_synthesizer(checkpoint):
+    """Mels and waveforms asked for at once from one object: each call gets what it asked for
+    (without the lock a mel-only call could switch the vocoder off under a tts call)."""
+    import threading
+
+    voice = monoflow.Synthesizer(checkpoint)
+    alone = voice.mel(TEXT)
+    mels, results = [], []
+    threads = [threading.Thread(target=lambda: mels.append(voice.mel(TEXT))) for _ in range(4)]
+    threads += [threading.Thread(target=lambda: results.append(voice.synthesize(TEXT))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(mels) == 4 and all(torch.equal(m, alone) for m in mels)
+    assert len(results) == 4
+    for r in results:
+        assert torch.equal(r.mel, alone) and r.audio.numel() == (alone.shape[1] - 1) * 256
