@@ -1,5 +1,5 @@
-// convert_weights: the command line of src/train/convert_weights.h, which moves Glow-TTS weights between the official PyTorch implementation and
-// monoflow. Both sides use the same state_dict keys.
+// convert_weights: the command line of src/train/convert_weights.h, which moves Glow-TTS weights
+// between the official PyTorch implementation and monoflow. Both sides use the same state_dict keys.
 //   In:  convert_weights IN.pth [OUT.pt] [--checkpoint] [--dilation-rate N] [--keys]
 //        reads an official file (torch.save'd state_dict, or utils.save_checkpoint's dict with
 //        "model"), works out the model's hyper-parameters from the shapes, loads it into
