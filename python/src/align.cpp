@@ -111,10 +111,10 @@ void bind_align(py::module_& m) {
         o.cache_dir = cache_dir.value_or("");
         o.images = images;
         o.min_pause_ms = min_pause_ms;
-        if (junction != "next" && junction != "middle") {
-          throw UserError("junction: '" + junction + "': give 'next' or 'middle' (align --junction)");
+        if (junction != "middle" && junction != "next") {
+          throw UserError("junction: '" + junction + "': give 'middle' or 'next' (align --junction)");
         }
-        o.junction = junction == "middle" ? train::Junction::kMiddle : train::Junction::kNextWord;
+        o.junction = junction == "next" ? train::Junction::kNextWord : train::Junction::kMiddle;
         o.silence_edge_ms = silence_edge_ms.value_or(-1);
         o.recentre = recentre;
         o.progress = progress;
@@ -125,7 +125,7 @@ void bind_align(py::module_& m) {
       py::arg("out_dir") = py::none(), py::arg("config") = py::none(),
       py::arg("overrides") = std::vector<std::string>{}, py::arg("device") = "cpu", py::arg("batch_size") = 0,
       py::arg("cache_dir") = py::none(), py::arg("images") = false,
-      py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms, py::arg("junction") = "next",
+      py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms, py::arg("junction") = "middle",
       py::arg("silence_edge_ms") = py::none(), py::arg("recentre") = false, py::arg("progress") = false);
 }
 
