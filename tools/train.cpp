@@ -13,7 +13,7 @@
 
 #include "cli_main.h"
 #include "train/config/config_io.h"
-#include "train/trainer.h"
+#include "train/train_command.h"
 
 namespace {
 
@@ -73,25 +73,23 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run,--print-config", print_config,
                "load and validate the config (with --set overrides), print the resolved values, exit");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("train").blank_line(), [&] {
-    // the flags that stand for config keys: messages about those keys name the flag
-    std::vector<monoflow::train::FlagOverride> flags;
-    if (!backend.empty()) flags.push_back({"--align-backend", "run.align_backend=" + backend});
-    if (compare_align) flags.push_back({"--compare-align", "run.compare_align=true"});
-    if (!run_dir.empty()) flags.push_back({"--run-dir", "run.dir=" + run_dir});
-    if (max_steps >= 0) flags.push_back({"--max-steps", "train.max_steps=" + std::to_string(max_steps)});
-    const monoflow::train::Config config = monoflow::train::load_config(config_path, overrides, flags);
-    const std::string yaml = monoflow::train::to_yaml(config);
+    // The flags that stand for config keys go through train_command.h, as monoflow.train's do.
+    monoflow::train::TrainCommand command;
+    command.config_path = config_path;
+    command.overrides = overrides;
+    if (resume_opt->count() > 0) command.resume = resume.empty() ? "latest" : resume;
+    command.force_new = force_new;
+    command.init_from = init_from;
+    command.align_backend = backend;
+    command.compare_align = compare_align;
+    command.run_dir = run_dir;
+    command.max_steps = max_steps;
+    command.max_minutes = max_minutes;
     if (print_config) {
-      std::cout << yaml;
+      std::cout << monoflow::train::to_yaml(monoflow::train::resolve_train_config(command));
       return 0;
     }
-    monoflow::train::RunOptions options;
-    if (resume_opt->count() > 0) options.resume = resume.empty() ? "latest" : resume;
-    options.force_new = force_new;
-    options.init_from = init_from;
-    options.config_yaml = yaml;
-    options.max_minutes = max_minutes;
-    const auto summary = monoflow::train::train(config, options);
+    const auto summary = monoflow::train::run_train_command(command);
     // One line per run: the other ranks of a multi-process run end silently.
     if (summary.main_rank) {
       std::fprintf(stderr, "done: %lld steps (%s), last checkpoint %s\n", static_cast<long long>(summary.step),

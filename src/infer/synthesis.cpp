@@ -188,6 +188,8 @@ struct Synthesizer::Loaded {
   // On a GPU the decoder replays a CUDA graph per (batch, 64-frame bucket) shape, recorded at a
   // shape's second batch: the first runs eagerly (GraphedInference's eager_uses).
   std::unique_ptr<GraphedInference> graphed;
+  bool audio = true;  // the vocoder runs (say_mel: not)
+  bool speaker_pending = false;  // options.speaker was kSpeakerLater and set_speaker has not been called
 
   Loaded(const SynthesisOptions& o, Config c)
       : options(o), config(std::move(c)), device(resolve_device(o.device, "--device")), tp(config.text) {}
@@ -214,7 +216,8 @@ Synthesizer::Synthesizer(const SynthesisOptions& o) {
   l.model->to(l.device);
   l.step = load_model_weights(o.checkpoint, *l.model).step;
   l.model->eval();
-  l.speakers = speaker_ids(o.speaker, l.config.data.n_speakers, o.checkpoint);
+  if (o.speaker != kSpeakerLater) l.speakers = speaker_ids(o.speaker, l.config.data.n_speakers, o.checkpoint);
+  l.speaker_pending = o.speaker == kSpeakerLater;
   if (!o.vocoder.empty()) l.vocoder = load_vocoder(o.vocoder, l.device);
   if (GraphedInference::supported(l.device)) {
     l.graphed = std::make_unique<GraphedInference>(l.model, /*frame_multiple=*/64, /*max_graphs=*/8, /*eager_uses=*/1);
@@ -225,11 +228,28 @@ Synthesizer::~Synthesizer() = default;
 
 SynthesisResult Synthesizer::say(const std::string& text, const std::string& what) {
   SynthesisResult result;
-  say_all({{text, what}}, 1, [&](size_t, SynthesisResult&& r) { result = std::move(r); });
+  say_all({{text, what}}, 1, /*audio=*/true, [&](size_t, SynthesisResult&& r) { result = std::move(r); });
   return result;
 }
 
+SynthesisResult Synthesizer::say_mel(const std::string& text, const std::string& what) {
+  SynthesisResult result;
+  say_all({{text, what}}, 1, /*audio=*/false, [&](size_t, SynthesisResult&& r) { result = std::move(r); });
+  return result;
+}
+
+void Synthesizer::set_speaker(int64_t speaker) {
+  loaded_->speakers = speaker_ids(speaker, loaded_->config.data.n_speakers, loaded_->options.checkpoint);
+  loaded_->speaker_pending = false;
+}
+
 void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, const Done& done) {
+  say_all(texts, batch_size, /*audio=*/true, done);
+}
+
+void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, bool audio, const Done& done) {
+  loaded_->audio = audio;
+  if (loaded_->speaker_pending) set_speaker(-1);  // kSpeakerLater and no set_speaker: a multi-speaker model refuses
   if (batch_size < 1) throw UserError("--batch-size " + std::to_string(batch_size) + ": must be positive");
   Loaded& l = *loaded_;
   // Every text is tokenized first: one with nothing to say stops the run before any output.
@@ -316,7 +336,9 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     r.unknown_report = unknown[k];
     r.mel = mels[j].narrow(1, 0, f).clone();
     r.alignment = paths[j].narrow(0, 0, static_cast<int64_t>(ids[k].size())).narrow(1, 0, f).clone();
-    r.audio = l.vocoder ? vocoder_audio(o.vocoder, *l.vocoder, r.mel, l.device) : griffin_lim_audio(r.mel, c, o);
+    if (l.audio) {
+      r.audio = l.vocoder ? vocoder_audio(o.vocoder, *l.vocoder, r.mel, l.device) : griffin_lim_audio(r.mel, c, o);
+    }
     done(k, std::move(r));
   }
 }

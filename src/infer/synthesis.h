@@ -17,6 +17,7 @@ constexpr double kMaxLengthScale = 10.0;       // --length-scale in (0, kMaxLeng
 constexpr double kMaxNoiseScale = 10.0;        // --noise-scale in [0, kMaxNoiseScale]
 constexpr int kMaxGriffinLimIterations = 10000;
 constexpr int64_t kDefaultMaxFrames = 30000;   // ~6 min at 22050 Hz, hop 256
+constexpr int64_t kSpeakerLater = -2;          // SynthesisOptions::speaker: set per call (monoflow.Synthesizer)
 
 struct SynthesisOptions {
   // A monoflow ckpt_*.pt, or an official Glow-TTS file (G_*.pth: Python torch.save), which
@@ -36,7 +37,8 @@ struct SynthesisOptions {
   int griffin_lim_iterations = 32;
   int64_t seed = 1234;
   // Speaker id of a multi-speaker model (data.n_speakers > 1): required there, in
-  // [0, n_speakers); -1 (none) for a single-speaker model.
+  // [0, n_speakers); -1 (none) for a single-speaker model; kSpeakerLater: Synthesizer::set_speaker
+  // gives it before the first text (checked then).
   int64_t speaker = -1;
   // A TorchScript vocoder (.ts/.pt from torch.jit.save) instead of Griffin-Lim; "" for Griffin-Lim.
   std::string vocoder;
@@ -91,6 +93,12 @@ class Synthesizer {
   Synthesizer(const Synthesizer&) = delete;
   Synthesizer& operator=(const Synthesizer&) = delete;
   SynthesisResult say(const std::string& text, const std::string& what = "--text");
+  // The mel and alignment only (no vocoder): the result's audio is undefined (monoflow's
+  // Python Synthesizer.mel).
+  SynthesisResult say_mel(const std::string& text, const std::string& what = "--text");
+  // The speaker of the texts said from now on (options.speaker at first), checked as
+  // options.speaker is: UserError for one out of range, or any for a single-speaker model (-1: none).
+  void set_speaker(int64_t speaker);
 
   // done(k, result of texts[k]) for every text, in the order the batches run (not texts').
   using Done = std::function<void(size_t, SynthesisResult&&)>;
@@ -99,6 +107,7 @@ class Synthesizer {
  private:
   void say_batch(const std::vector<Utterance>& texts, const std::vector<std::vector<int64_t>>& ids,
                  const std::vector<std::string>& unknown, const std::vector<size_t>& batch, const Done& done);
+  void say_all(const std::vector<Utterance>& texts, int batch_size, bool audio, const Done& done);
   struct Loaded;
   std::unique_ptr<Loaded> loaded_;
 };

@@ -255,6 +255,7 @@ AlignReport align_dataset(const AlignOptions& o) {
                                                       torch::ones({1, tokens, seen}))[0];
       }
       write_utterance(o.out_dir, u, timing, path);
+      if (o.on_utterance) o.on_utterance(u);
       grids.push_back({u.id, alignment_textgrid(u, words, timing, silence_edge_s)});
       if (o.recentre) change.add(host_batch->mel[b].slice(1, 0, mel_lengths[b]), word_junctions(words));
 

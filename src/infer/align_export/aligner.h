@@ -21,8 +21,11 @@
 #include "infer/align_export/word_spans.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "infer/align_export/utterance_files.h"
 
 namespace monoflow::train {
 
@@ -55,6 +58,9 @@ struct AlignOptions {
   bool recentre = false;
   int64_t recentre_min_junctions = 200;
   bool progress = true;  // the progress line on stderr
+  // Called with each utterance's alignment as its files are written (monoflow.align in Python
+  // collects the durations through it); empty: not called.
+  std::function<void(const UtteranceAlignment&)> on_utterance;
 };
 
 struct AlignReport {
