@@ -33,7 +33,7 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS="$FLAGS" \
         -DCMAKE_EXE_LINKER_FLAGS="$FLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$FLAGS" \
-        -DMONOFLOW_WITH_CUDA=OFF -DMONOFLOW_PYTHON="$ROOT/.venv/bin/python" \
+        -DMONOFLOW_WITH_CUDA=OFF -DMONOFLOW_PYTHON_MODULE=OFF -DMONOFLOW_PYTHON="$ROOT/.venv/bin/python" \
         -DMONOFLOW_FUZZ_SECONDS="$FUZZ_SECONDS"
 fi
 # Also for the build: it runs each suite to list its tests.
