@@ -106,12 +106,13 @@ TEST_F(ServeApi, MelAndDurationsAgreeWithTheWav) {
   EXPECT_EQ(json_field(durations->body, "total_frames"), std::to_string(frames));
 }
 
-// Eight requests at once with --max-batch 4 and a 300 ms gathering window: batches of more than
-// one, and each text says what it says alone (mel within 1e-5 of its range).
+// Eight requests at once with --max-batch 4 and a 1 s gathering window (it ends once 4 are
+// there): batches of more than one, and each text says what it says alone (mel within 1e-5 of
+// its range).
 TEST_F(ServeApi, ConcurrentRequestsRunAsOneBatchAndSayWhatTheySayAlone) {
   ServeOptions options;
   options.max_batch = 4;
-  options.batch_wait_ms = 300;
+  options.batch_wait_ms = 1000;
   RunningServer s(synthesis_options(*checkpoint_), options);
   const std::vector<std::string> texts = {"hello world.", "a much longer sentence than the first.", "yes.",
                                           "good morning, how are you?", "short one.", "the quick brown fox.",
@@ -200,7 +201,7 @@ TEST_F(ServeApi, BadRequestsGetTheirStatusAndAMessage) {
 TEST_F(ServeApi, ABadTextInABatchFailsAlone) {
   ServeOptions options;
   options.max_batch = 4;
-  options.batch_wait_ms = 300;
+  options.batch_wait_ms = 1000;
   RunningServer s(synthesis_options(*checkpoint_), options);
   std::vector<std::future<int>> statuses;
   for (const char* text : {"hello world.", " . ", "yes.", "short one."}) {
