@@ -21,12 +21,15 @@ int64_t characters(const std::string& s) {
 
 }  // namespace
 
-CheckedRequest check_request(const std::string& text, const std::string& speaker_id, const RequestLimits& limits) {
+CheckedRequest check_request(const std::string& text, const std::string& speaker_id, const RequestLimits& limits,
+                             const ParameterNames& names) {
+  const std::string& t = names.text;
+  const std::string& v = names.speaker;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return refuse(400, "text: empty; give the text to say, e.g. /api/tts?text=Hello%20there.");
+    return refuse(400, t + ": empty; give the text to say, e.g. /api/tts?text=Hello%20there.");
   }
   if (const int64_t n = characters(text); n > limits.max_chars) {
-    return refuse(413, "text: " + std::to_string(n) + " characters, more than --max-chars " +
+    return refuse(413, t + ": " + std::to_string(n) + " characters, more than --max-chars " +
                            std::to_string(limits.max_chars) + "; split the text or start serve with a larger --max-chars");
   }
   CheckedRequest r;
@@ -35,8 +38,8 @@ CheckedRequest check_request(const std::string& text, const std::string& speaker
   const std::string range = "0.." + std::to_string(limits.n_speakers - 1);
   if (speaker_id.empty()) {
     if (limits.default_speaker < 0) {
-      return refuse(400, "speaker_id: this model has " + std::to_string(limits.n_speakers) +
-                             " speakers; give speaker_id=" + range + " (or start serve with --speaker)");
+      return refuse(400, v + ": this model has " + std::to_string(limits.n_speakers) + " speakers; give " + v + "=" +
+                             range + " (or start serve with --speaker)");
     }
     r.speaker = limits.default_speaker;
     return r;
@@ -44,10 +47,10 @@ CheckedRequest check_request(const std::string& text, const std::string& speaker
   char* end = nullptr;
   const long long id = std::strtoll(speaker_id.c_str(), &end, 10);
   if (end == speaker_id.c_str() || *end != '\0' || speaker_id[0] == ' ' || speaker_id[0] == '+') {
-    return refuse(400, "speaker_id '" + speaker_id + "': not a speaker number; give " + range);
+    return refuse(400, v + " '" + speaker_id + "': not a speaker number; give " + range);
   }
   if (id < 0 || id >= limits.n_speakers) {
-    return refuse(400, "speaker_id " + speaker_id + ": out of range; this model has " +
+    return refuse(400, v + " " + speaker_id + ": out of range; this model has " +
                            std::to_string(limits.n_speakers) + " speakers: " + range);
   }
   r.speaker = id;

@@ -21,7 +21,12 @@ struct CheckedRequest {
   int64_t speaker = -1;
 };
 
-// `text` and `speaker_id` as the request gave them ("" when absent).
-CheckedRequest check_request(const std::string& text, const std::string& speaker_id, const RequestLimits& limits);
+// `text` and `speaker_id` as the request gave them ("" when absent); the messages name the
+// parameters as `names` gives them (MaryTTS's /process: INPUT_TEXT, VOICE).
+struct ParameterNames {
+  std::string text = "text", speaker = "speaker_id";
+};
+CheckedRequest check_request(const std::string& text, const std::string& speaker_id, const RequestLimits& limits,
+                             const ParameterNames& names = {});
 
 }  // namespace monoflow::serve

@@ -30,6 +30,9 @@ const std::map<std::string, std::set<std::string>>& routes() {
       {"/api/tts", {"GET", "POST"}},
       {"/api/mel", {"GET", "POST"}},
       {"/api/durations", {"GET", "POST"}},
+      {"/locales", {"GET"}},
+      {"/voices", {"GET"}},
+      {"/process", {"GET", "POST"}},
   };
   return r;
 }
@@ -85,14 +88,17 @@ struct Server::Impl {
   // serve --speaker, or -1.
   int64_t default_speaker() const { return synthesis.speaker == train::kSpeakerLater ? -1 : synthesis.speaker; }
 
-  // The request's synthesis, or nullopt once `res` holds its error (4xx, 503, 500).
-  std::optional<TtsReply> synthesize(const httplib::Request& req, httplib::Response& res) {
+  // The request's synthesis, or nullopt once `res` holds its error (4xx, 503, 500). `mary`:
+  // the parameters of the MaryTTS API (INPUT_TEXT, VOICE), which Coqui's server answers too.
+  std::optional<TtsReply> synthesize(const httplib::Request& req, httplib::Response& res, bool mary = false) {
     RequestLimits limits;
     limits.max_chars = options.max_chars;
     limits.n_speakers = synthesizer.n_speakers();
     limits.default_speaker = default_speaker();
     const CheckedRequest checked =
-        check_request(parameter(req, "text", "text"), parameter(req, "speaker_id", "speaker-id"), limits);
+        mary ? check_request(parameter(req, "INPUT_TEXT", "input-text"), parameter(req, "VOICE", "voice"), limits,
+                             {"INPUT_TEXT", "VOICE"})
+             : check_request(parameter(req, "text", "text"), parameter(req, "speaker_id", "speaker-id"), limits);
     if (checked.status != 200) {
       send_error(res, checked.status, checked.error);
       return std::nullopt;
@@ -130,7 +136,7 @@ struct Server::Impl {
       if (!res.body.empty()) return;
       if (res.status == 404) {
         send_error(res, 404, req.path + ": no such path; serve answers /, /health, /api/info, /api/tts, /api/mel, "
-                                        "/api/durations (docs/serve.md)");
+                                        "/api/durations, and MaryTTS's /locales, /voices, /process (docs/serve.md)");
       } else if (res.status == 413) {
         send_error(res, 413, "request body over 1 MiB");
       } else {
@@ -167,6 +173,26 @@ struct Server::Impl {
     };
     http.Get("/api/tts", tts);
     http.Post("/api/tts", tts);
+
+    // The MaryTTS API as Coqui's server offers it (one English voice per speaker, gender
+    // unknown), for clients such as Home Assistant's MaryTTS integration.
+    http.Get("/locales", [](const httplib::Request&, httplib::Response& res) { res.set_content("en\n", "text/plain"); });
+    http.Get("/voices", [this](const httplib::Request&, httplib::Response& res) {
+      std::string voices;
+      if (synthesizer.n_speakers() > 1) {
+        for (int s = 0; s < synthesizer.n_speakers(); ++s) voices += std::to_string(s) + " en u\n";
+      } else {
+        voices = "default en u\n";
+      }
+      res.set_content(voices, "text/plain");
+    });
+    const auto process = [this](const httplib::Request& req, httplib::Response& res) {
+      if (auto reply = synthesize(req, res, /*mary=*/true)) {
+        res.set_content(train::encode_wav16(reply->result.audio, reply->result.sample_rate), "audio/wav");
+      }
+    };
+    http.Get("/process", process);
+    http.Post("/process", process);
 
     // The mel as [n_mels][frames], as synthesize --mel-out writes it.
     const auto mel = [this](const httplib::Request& req, httplib::Response& res) {

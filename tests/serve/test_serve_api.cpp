@@ -69,6 +69,34 @@ TEST_F(ServeApi, TtsAnswersTheLibrarysWavByGetPostFormMultipartAndHeader) {
   EXPECT_EQ(coqui->body, get->body);
 }
 
+// The MaryTTS API that Coqui's server offers too: /locales, /voices, /process.
+TEST_F(ServeApi, MaryTtsClientsGetTheSameWav) {
+  RunningServer s(synthesis_options(*checkpoint_), {});
+  auto client = s.client();
+  const auto tts = client.Get("/api/tts?text=hello%20world.");
+  EXPECT_EQ(client.Get("/locales")->body, "en\n");
+  EXPECT_EQ(client.Get("/voices")->body, "default en u\n");
+  const auto get = client.Get("/process?INPUT_TEXT=hello%20world.&INPUT_TYPE=TEXT&OUTPUT_TYPE=AUDIO&AUDIO=WAVE_FILE"
+                              "&LOCALE=en&VOICE=default");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 200);
+  EXPECT_EQ(get->get_header_value("Content-Type"), "audio/wav");
+  EXPECT_EQ(get->body, tts->body);
+  const auto post = client.Post("/process", "INPUT_TEXT=hello+world.&VOICE=default", "application/x-www-form-urlencoded");
+  EXPECT_EQ(post->body, tts->body);
+  const auto empty = client.Get("/process?INPUT_TEXT=");
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_NE(error_message(empty).find("INPUT_TEXT: empty"), std::string::npos) << empty->body;
+
+  RunningServer multi(synthesis_options(train::tiny_checkpoint(*dir_, 3)), {});
+  EXPECT_EQ(multi.client().Get("/voices")->body, "0 en u\n1 en u\n2 en u\n");
+  EXPECT_EQ(multi.client().Get("/process?INPUT_TEXT=hello%20world.&VOICE=2")->body,
+            multi.client().Get("/api/tts?text=hello%20world.&speaker_id=2")->body);
+  const auto voice = multi.client().Get("/process?INPUT_TEXT=hi&VOICE=7");
+  EXPECT_EQ(voice->status, 400);
+  EXPECT_NE(error_message(voice).find("VOICE 7: out of range"), std::string::npos) << voice->body;
+}
+
 TEST_F(ServeApi, MelAndDurationsAgreeWithTheWav) {
   RunningServer s(synthesis_options(*checkpoint_), {});
   auto client = s.client();
