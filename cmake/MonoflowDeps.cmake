@@ -1,5 +1,5 @@
 # Finds monoflow's dependencies: LibTorch (from the Python torch wheel), CUDA (optional),
-# yaml-cpp, libsndfile, soxr, CLI11, stb, espeak-ng (optional), GoogleTest.
+# yaml-cpp, libsndfile, soxr, CLI11, stb, espeak-ng (optional), cpp-httplib (optional: serve), GoogleTest.
 # MONOFLOW_DEPS_PREFIX: an extra prefix with unpacked .deb packages (usr/include, usr/lib/...),
 # used on machines without a package manager (the GPU machine).
 
@@ -96,6 +96,20 @@ if(MONOFLOW_WITH_ESPEAK)
   if(ESPEAK_INCLUDE_DIR AND ESPEAK_LIBRARY)
     set(MONOFLOW_ESPEAK_ENABLED ON)
   endif()
+endif()
+
+# --- cpp-httplib (serve). Debian's libcpp-httplib-dev is a compiled library whose header must
+# see the macros it was built with (TLS, zlib, brotli): pkg-config gives both. Without it,
+# serve and its tests are not built.
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+set(MONOFLOW_SERVE_ENABLED OFF)
+if(HTTPLIB_FOUND)
+  add_library(monoflow_httplib INTERFACE)
+  target_link_libraries(monoflow_httplib INTERFACE PkgConfig::HTTPLIB)
+  set(MONOFLOW_SERVE_ENABLED ON)
 endif()
 
 # --- GoogleTest

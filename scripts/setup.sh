@@ -13,7 +13,7 @@ TORCH_VERSION=2.11.0
 # python3-dev the headers of the Python module (python/).
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv python3-dev
   libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
-  espeak-ng libespeak-ng-dev libgloo-dev)
+  espeak-ng libespeak-ng-dev libgloo-dev libcpp-httplib-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -205,6 +205,19 @@ struct Synthesizer::Loaded {
     }
     return ids;
   }
+
+  // The speaker of u (its own, or the options'); UserError naming `what` for one that the
+  // model has not (the options' was checked when the model was loaded).
+  int64_t speaker(const Utterance& u) const {
+    const int n = config.data.n_speakers;
+    if (u.speaker == Utterance::kOptionsSpeaker) return speakers.defined() ? speakers[0].item<int64_t>() : -1;
+    if (n > 1 ? (u.speaker < 0 || u.speaker >= n) : u.speaker >= 0) {
+      throw UserError(u.what + ": speaker " + std::to_string(u.speaker) + ": " + options.checkpoint +
+                      (n > 1 ? " is a model of " + std::to_string(n) + " speakers (0.." + std::to_string(n - 1) + ")"
+                             : " is a single-speaker model"));
+    }
+    return n > 1 ? u.speaker : -1;
+  }
 };
 
 Synthesizer::Synthesizer(const SynthesisOptions& o) {
@@ -249,7 +262,11 @@ void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, c
 
 void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, bool audio, const Done& done) {
   loaded_->audio = audio;
-  if (loaded_->speaker_pending) set_speaker(-1);  // kSpeakerLater and no set_speaker: a multi-speaker model refuses
+  // kSpeakerLater and no set_speaker: a multi-speaker model refuses a text that names no speaker.
+  if (loaded_->speaker_pending &&
+      std::any_of(texts.begin(), texts.end(), [](const Utterance& u) { return u.speaker == Utterance::kOptionsSpeaker; })) {
+    set_speaker(-1);
+  }
   if (batch_size < 1) throw UserError("--batch-size " + std::to_string(batch_size) + ": must be positive");
   Loaded& l = *loaded_;
   // Every text is tokenized first: one with nothing to say stops the run before any output.
@@ -258,6 +275,7 @@ void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, b
   for (const Utterance& u : texts) {
     ids.push_back(l.tokens(u));
     unknown.push_back(l.tp.unknown_report());
+    l.speaker(u);
   }
   // Longest first (a batch that does not fit fails at once), so that a batch's texts pad little.
   std::vector<size_t> order(texts.size());
@@ -287,7 +305,12 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     text[j].narrow(0, 0, static_cast<int64_t>(t.size())).copy_(torch::tensor(t, torch::kInt64));
     lengths[j] = static_cast<int64_t>(t.size());
   }
-  const torch::Tensor speakers = l.speakers.defined() ? l.speakers.expand({n}).contiguous() : torch::Tensor();
+  torch::Tensor speakers;
+  if (c.data.n_speakers > 1) {
+    std::vector<int64_t> each;
+    for (size_t k : batch) each.push_back(l.speaker(texts[k]));
+    speakers = torch::tensor(each, torch::kInt64);
+  }
   models::InferenceOutput out =
       l.model->infer_lengths(text.to(l.device), lengths.to(l.device), speakers, o.length_scale);
 
@@ -296,7 +319,7 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
   for (int64_t j = 0; j < n; ++j) {
     const int64_t predicted = frames[static_cast<size_t>(j)];
     if (predicted > o.max_frames) {
-      throw UserError(texts[batch[static_cast<size_t>(j)]].what + ": the model predicts " + std::to_string(predicted) +
+      throw FrameBudgetError(texts[batch[static_cast<size_t>(j)]].what + ": the model predicts " + std::to_string(predicted) +
                       " mel frames (" +
                       number(static_cast<double>(predicted) * c.data.mel.hop_length / c.data.mel.sampling_rate) +
                       " s) at --length-scale " + number(o.length_scale) + ", more than --max-frames " +
@@ -313,7 +336,9 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     const int64_t f = y_lengths[j].item<int64_t>();
     torch::Tensor draw = torch::zeros({n_mels, out.max_frames});
     if (o.noise_scale > 0) {
-      at::Generator generator = at::detail::createCPUGenerator(noise_seed(o.seed, batch[static_cast<size_t>(j)]));
+      const Utterance& u = texts[batch[static_cast<size_t>(j)]];
+      const size_t position = u.noise_position >= 0 ? static_cast<size_t>(u.noise_position) : batch[static_cast<size_t>(j)];
+      at::Generator generator = at::detail::createCPUGenerator(noise_seed(o.seed, position));
       draw.narrow(1, 0, f).copy_(torch::randn({n_mels, f}, generator));
     }
     draws.push_back(draw);
@@ -336,12 +361,19 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     r.unknown_report = unknown[k];
     r.mel = mels[j].narrow(1, 0, f).clone();
     r.alignment = paths[j].narrow(0, 0, static_cast<int64_t>(ids[k].size())).narrow(1, 0, f).clone();
+    for (int64_t id : ids[k]) r.tokens.push_back(l.tp.symbol(id));
     if (l.audio) {
       r.audio = l.vocoder ? vocoder_audio(o.vocoder, *l.vocoder, r.mel, l.device) : griffin_lim_audio(r.mel, c, o);
     }
     done(k, std::move(r));
   }
 }
+
+int Synthesizer::n_speakers() const { return loaded_->config.data.n_speakers; }
+int Synthesizer::sample_rate() const { return loaded_->config.data.mel.sampling_rate; }
+int Synthesizer::hop_length() const { return loaded_->config.data.mel.hop_length; }
+int Synthesizer::n_mels() const { return static_cast<int>(loaded_->model->options().out_channels()); }
+int64_t Synthesizer::step() const { return loaded_->step; }
 
 SynthesisResult synthesize(const SynthesisOptions& o) { return Synthesizer(o).say(o.text); }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
+
 namespace monoflow::train {
 
 // Bounds (docs/reliability.md): what synthesize() refuses with a UserError naming the flag.
@@ -53,6 +55,14 @@ struct SynthesisResult {
   int sample_rate = 22050;
   int64_t step = 0;         // the checkpoint's step
   std::string unknown_report;  // characters of the text without a symbol, dropped ("" if none)
+  std::vector<std::string> tokens;  // the symbols said, one per row of `alignment` ("<blank>" for a blank)
+};
+
+// The UserError of a text whose predicted length is over SynthesisOptions::max_frames (serve
+// answers it with 413, other UserErrors with 400).
+class FrameBudgetError : public UserError {
+ public:
+  using UserError::UserError;
 };
 
 // UserError for options out of bounds, a missing, superfluous or out-of-range --speaker, a
@@ -64,6 +74,14 @@ SynthesisResult synthesize(const SynthesisOptions& options);
 // One text to say and the name its errors carry ("--text", or "FILE:LINE").
 struct Utterance {
   std::string text, what;
+  // A speaker of a multi-speaker model for this text; kOptionsSpeaker: the Synthesizer's
+  // (options.speaker, or set_speaker's). With options.speaker kSpeakerLater and no set_speaker,
+  // a multi-speaker model needs every text to name its own (serve's requests do).
+  static constexpr int64_t kOptionsSpeaker = -3;
+  int64_t speaker = kOptionsSpeaker;
+  // The position k its prior noise is drawn for (below); -1: its index in say_all's texts.
+  // serve gives every request position 0, so that a text sounds the same in any batch.
+  int64_t noise_position = -1;
 };
 
 // A checkpoint loaded once for many texts (synthesize --text-file); options.text is not used.
@@ -83,9 +101,9 @@ struct Utterance {
 // batch of one: the same as synthesize() with that text, and as the first line of a
 // --text-file with the same seed.
 //
-// Errors: UserError naming `what` for a text with nothing to say (all texts are tokenized
-// before the first batch runs) or over options.max_frames (checked per batch, before its
-// decoder runs; earlier batches are done by then).
+// Errors: UserError naming `what` for a text with nothing to say or a speaker out of range
+// (all texts are checked before the first batch runs), FrameBudgetError for one over
+// options.max_frames (checked per batch, before its decoder runs; earlier batches are done by then).
 class Synthesizer {
  public:
   explicit Synthesizer(const SynthesisOptions& options);
@@ -99,6 +117,13 @@ class Synthesizer {
   // The speaker of the texts said from now on (options.speaker at first), checked as
   // options.speaker is: UserError for one out of range, or any for a single-speaker model (-1: none).
   void set_speaker(int64_t speaker);
+
+  // What a client of the model needs to know (serve's /api/info).
+  int n_speakers() const;  // data.n_speakers: 0 or 1 for a single-speaker model
+  int sample_rate() const;
+  int hop_length() const;
+  int n_mels() const;
+  int64_t step() const;  // the checkpoint's
 
   // done(k, result of texts[k]) for every text, in the order the batches run (not texts').
   using Done = std::function<void(size_t, SynthesisResult&&)>;

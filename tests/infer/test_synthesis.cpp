@@ -400,6 +400,59 @@ TEST_F(Synthesis, AMultiSpeakerModelSaysABatchInItsSpeakersVoice) {
   EXPECT_TRUE(torch::equal(synthesize(o).mel, say_all(synthesizer, {kBatchTexts[4]}, 1).at(0).mel));
 }
 
+// What serve asks of a batch: each text its own speaker and noise position, the symbols said,
+// and a frame budget error of its own type. A batch of texts at noise position 0 in speakers
+// 2, 0, 1 says each as a batch of one would (and as synthesize --speaker S --text would).
+TEST_F(Synthesis, EachTextOfABatchHasItsOwnSpeakerAndNoisePosition) {
+  auto o = options("");
+  o.checkpoint = tiny_checkpoint(*dir_, 3);
+  o.speaker = 1;
+  Synthesizer synthesizer(o);
+  std::vector<Utterance> texts;
+  for (const int64_t speaker : {2, 0, 1}) {
+    texts.push_back({kBatchTexts[static_cast<size_t>(speaker)].text, "request " + std::to_string(speaker), speaker, 0});
+  }
+  const auto batched = say_all(synthesizer, texts, 3);
+  for (size_t k = 0; k < texts.size(); ++k) {
+    SCOPED_TRACE(k);
+    SynthesisOptions alone = o;
+    alone.speaker = texts[k].speaker;
+    alone.text = texts[k].text;
+    const SynthesisResult one = synthesize(alone);
+    EXPECT_LE(relative_difference(batched.at(k).mel, one.mel), 1e-5);
+    EXPECT_EQ(batched.at(k).tokens.size(), static_cast<size_t>(one.alignment.size(0)));
+  }
+  // The speaker matters (another speaker, another mel: at initialisation the decoder's
+  // couplings are the identity, so the speaker shows through the durations of a long text),
+  // and so does the position.
+  std::vector<Utterance> swapped = texts;
+  swapped[2].speaker = 0;
+  EXPECT_FALSE(torch::equal(say_all(synthesizer, swapped, 3).at(2).mel, batched.at(2).mel));
+  swapped = texts;
+  swapped[2].speaker = Utterance::kOptionsSpeaker;  // options.speaker, 1: the same as naming it
+  EXPECT_TRUE(torch::equal(say_all(synthesizer, swapped, 3).at(2).mel, batched.at(2).mel));
+  swapped = texts;
+  swapped[0].noise_position = 5;
+  EXPECT_GT(relative_difference(say_all(synthesizer, swapped, 3).at(0).mel, batched.at(0).mel), 1e-2);
+  // The symbols said: "hello world." in characters, one per alignment row.
+  const std::vector<std::string> hello = {"h", "e", "l", "l", "o", " ", "w", "o", "r", "l", "d", "."};
+  EXPECT_EQ(say_all(synthesizer, {{"hello world.", "t", 0}}, 1).at(0).tokens, hello);
+  // A speaker the model has not is refused naming the text, before anything is said.
+  std::vector<Utterance> bad = texts;
+  bad[1].speaker = 3;
+  int said = 0;
+  const std::string e = error_of([&] { synthesizer.say_all(bad, 1, [&](size_t, SynthesisResult&&) { ++said; }); });
+  EXPECT_NE(e.find("request 0: speaker 3: "), std::string::npos) << e;
+  EXPECT_NE(e.find("is a model of 3 speakers (0..2)"), std::string::npos) << e;
+  EXPECT_EQ(said, 0);
+  EXPECT_EQ(synthesizer.n_speakers(), 3);
+  EXPECT_EQ(synthesizer.step(), 7);
+  // Over the frame budget: a FrameBudgetError, which serve tells from other UserErrors.
+  o.max_frames = 2;
+  Synthesizer budget(o);
+  EXPECT_THROW(budget.say_all(texts, 3, [](size_t, SynthesisResult&&) {}), FrameBudgetError);
+}
+
 // Errors of a batch: a text with nothing to say stops the run before any text is said; a text
 // over the frame budget names its line; a batch size below 1 is refused.
 TEST_F(Synthesis, ABatchNamesTheTextThatFails) {
