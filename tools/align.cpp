@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
                  "for a pause: middle (split at their middle) or next (they are the next word's onset: the "
                  "boundary is where they begin; better against espeak-ng's word events, worse against flite's, "
-                 "docs/benchmarks.md \"Alignment accuracy\")")
+                 "docs/accuracy.md \"Alignment accuracy\")")
       ->check(CLI::IsMember({"middle", "next"}))
       ->capture_default_str();
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
                "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
                "calibrated on espeak-ng's en-us word events of the default corpus, with --junction middle, and on "
-               "another voice it becomes a bias of its own (docs/benchmarks.md, \"Alignment accuracy\")");
+               "another voice it becomes a bias of its own (docs/accuracy.md, \"Alignment accuracy\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {

@@ -1,7 +1,7 @@
 // Alignments of several models combined: each token boundary is the median over the models.
 //
 // Every run of a Glow-TTS model places its boundaries with an offset of its own, constant along
-// the utterance (-10 to +15 ms over twelve runs of one config, docs/benchmarks.md, "Alignment
+// the utterance (-10 to +15 ms over twelve runs of one config, docs/accuracy.md, "Alignment
 // accuracy"), and one run in a few is far off. The median over three runs keeps the typical
 // offset and drops an outlying one.
 #pragma once

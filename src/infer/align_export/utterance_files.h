@@ -43,7 +43,7 @@ std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timin
 // A mel frame is computed from win_length samples around its centre, so the frames just after
 // the speech still see its tail, up to half a window away, and MAS gives them to the last word
 // (and likewise the frames before the first word, where a silence leads): measured against the
-// wavs' energy, the last word ended a median 23 ms late (docs/benchmarks.md, "Word edges at the
+// wavs' energy, the last word ended a median 23 ms late (docs/accuracy.md, "Word edges at the
 // silence"). The first word's start, where a pause ("" interval) precedes it, and the last word's
 // end, where one follows it, move into the word by `seconds`, at most a quarter of the word's
 // length; the pause grows by as much. Pauses inside the utterance are left alone: there a pause

@@ -19,7 +19,7 @@ struct Group {
 // The words of the token sequence: frame ranges of the spoken part of each run between
 // separators, each with the blank right before its first spoken token and the blank right after
 // its last one (add_blank): the model puts a sound's onset and tail there as much as in the
-// letter, so a word without them starts late and ends early (docs/benchmarks.md, "The blanks
+// letter, so a word without them starts late and ends early (docs/accuracy.md, "The blanks
 // belong to their words": on one blank model, 50% of boundaries within 25 ms without them, 90%
 // with).
 std::vector<Group> groups_of(const std::vector<AlignedToken>& tokens) {

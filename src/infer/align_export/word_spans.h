@@ -34,7 +34,7 @@ struct WordSpanOptions {
   // words, which touch, as words do in connected speech, as `junction` says.
   int64_t min_pause_frames = 4;
   // kNextWord moves each such boundary earlier by half those frames: 2-6 points more within 25 ms
-  // against espeak-ng's word events, 5-6 points fewer against flite's (docs/benchmarks.md,
+  // against espeak-ng's word events, 5-6 points fewer against flite's (docs/accuracy.md,
   // "Alignment accuracy"), so it is no default.
   Junction junction = Junction::kMiddle;
 };
