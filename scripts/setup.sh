@@ -15,16 +15,8 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config python3 python3-venv 
   libyaml-cpp-dev libsndfile1-dev libsoxr-dev libcli11-dev libstb-dev libgtest-dev
   espeak-ng libespeak-ng-dev libgloo-dev libcpp-httplib-dev)
 
-missing=()
-for p in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing apt packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/lib/apt.sh
+apt_install_missing setup "${APT_PACKAGES[@]}"
 
 # Python environment: LibTorch comes from the torch wheel; tensorboard/numpy read our logs back in tests.
 if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
