@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli_main.h"
+#include "synthesis_flags.h"
 #include "common/host_memory.h"
 #include "infer/synthesis.h"
 #include "serve/server.h"
@@ -20,19 +21,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Serve a monoflow checkpoint over HTTP: Coqui tts-server's API, JSON of the mel and durations, a page at /."};
   monoflow::train::SynthesisOptions o;
   monoflow::serve::ServeOptions s;
-  app.add_option("--checkpoint", o.checkpoint,
-                 "checkpoint: runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth (needs --config)")
-      ->required();
-  app.add_option("--config,-c", o.config,
-                 "YAML config of the model and text front-end: required for an official checkpoint; replaces a "
-                 "monoflow checkpoint's config snapshot");
-  app.add_option("--set", o.overrides,
-                 "override a key of that config (or of the checkpoint's snapshot), as train's --set (repeatable)");
-  app.add_option("--vocoder", o.vocoder,
-                 "TorchScript vocoder (torch.jit.save of a generator taking [1, n_mels, frames]) instead of Griffin-Lim");
+  monoflow::add_synthesis_flags(app, o);
   app.add_option("--host", s.host, "address to listen on (0.0.0.0: every interface)");
   app.add_option("--port", s.port, "port to listen on; 0 for a free one (printed)")->check(CLI::Range(0, 65535));
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N");
   app.add_option("--speaker", o.speaker,
                  "the speaker of a request without speaker_id (multi-speaker models; without it such a request is 400)")
       ->default_str("none")
@@ -47,9 +38,6 @@ int main(int argc, char** argv) {
   app.add_option("--max-chars", s.max_chars, "a longer text is answered 413")->check(CLI::PositiveNumber);
   app.add_option("--max-frames", o.max_frames,
                  "a text predicted to need more mel frames is answered 413 (30000: ~6 min at 22050 Hz)");
-  app.add_option("--noise-scale", o.noise_scale, "prior noise scale");
-  app.add_option("--length-scale", o.length_scale, "speaking-rate scale (larger is slower; at most 10)");
-  app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations");
   app.add_option("--seed", o.seed, "seed of the prior noise: a text sounds the same in every request");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("serve"), [&] {
     monoflow::train::set_intra_op_threads(/*requested: automatic*/ 0, /*loader workers*/ 0);

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "cli_main.h"
+#include "synthesis_flags.h"
 #include "common/contained_path.h"
 #include "common/error.h"
 #include "common/host_memory.h"
@@ -27,15 +28,7 @@ int main(int argc, char** argv) {
   std::string out = "out.wav", mel_png, align_png, mel_out, text_file, out_dir = "synth";
   bool mels = false;
   int batch_size = 16;
-  app.add_option("--checkpoint", o.checkpoint,
-                 "checkpoint: runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth (needs --config)")
-      ->required();
-  app.add_option("--config,-c", o.config,
-                 "YAML config of the model and text front-end: required for an official checkpoint; replaces a "
-                 "monoflow checkpoint's config snapshot");
-  app.add_option("--set", o.overrides,
-                 "override a key of that config (or of the checkpoint's snapshot), as train's --set: "
-                 "--set data.cmudict_path=data/cmudict/cmudict.dict (repeatable)");
+  monoflow::add_synthesis_flags(app, o);
   auto* text_option = app.add_option("--text", o.text, "what to say");
   auto* file_option = app.add_option(
       "--text-file", text_file,
@@ -50,16 +43,10 @@ int main(int argc, char** argv) {
   app.add_option("--mel-out", mel_out,
                  "also write the generated log-mel [n_mels, frames] as float32 .npy, for a neural vocoder");
   app.add_option("--mel-png", mel_png, "also write the generated mel as a PNG");
-  app.add_option("--vocoder", o.vocoder,
-                 "TorchScript vocoder (torch.jit.save of a generator taking [1, n_mels, frames]) instead of Griffin-Lim");
   app.add_option("--speaker", o.speaker, "speaker id of a multi-speaker model (0 .. n_speakers - 1)")
       ->default_str("none")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--align-png", align_png, "also write the alignment as a PNG");
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N");
-  app.add_option("--noise-scale", o.noise_scale, "prior noise scale");
-  app.add_option("--length-scale", o.length_scale, "speaking-rate scale (larger is slower; at most 10)");
-  app.add_option("--griffin-lim-iters", o.griffin_lim_iterations, "Griffin-Lim iterations");
   app.add_option("--seed", o.seed, "seed of the prior noise and the initial phases");
   app.add_option("--max-frames", o.max_frames,
                  "refuse a text predicted to need more mel frames (30000: ~6 min at 22050 Hz)");
