@@ -130,7 +130,7 @@ def model_parts(events):
         if any(x["name"].startswith("autograd::engine::evaluate_function") for x in stack):
             seqs = [x.get("args", {}).get("Sequence number") for x in stack]
             seqs = [q for q in seqs if q is not None]
-            scope = next((scope_of(q) for q in reversed(seqs) if scope_of(q)), None)
+            scope = next((s for s in map(scope_of, reversed(seqs)) if s), None)
             parts[corr] = "bwd " + (scope or "(no scope)")
         else:
             scopes = [x["name"] for x in stack if x["name"].startswith("monoflow::")]
