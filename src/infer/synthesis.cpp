@@ -188,7 +188,6 @@ struct Synthesizer::Loaded {
   // On a GPU the decoder replays a CUDA graph per (batch, 64-frame bucket) shape, recorded at a
   // shape's second batch: the first runs eagerly (GraphedInference's eager_uses).
   std::unique_ptr<GraphedInference> graphed;
-  bool audio = true;  // the vocoder runs (say_mel: not)
   bool speaker_pending = false;  // options.speaker was kSpeakerLater and set_speaker has not been called
 
   Loaded(const SynthesisOptions& o, Config c)
@@ -261,7 +260,6 @@ void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, c
 }
 
 void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, bool audio, const Done& done) {
-  loaded_->audio = audio;
   // kSpeakerLater and no set_speaker: a multi-speaker model refuses a text that names no speaker.
   if (loaded_->speaker_pending &&
       std::any_of(texts.begin(), texts.end(), [](const Utterance& u) { return u.speaker == Utterance::kOptionsSpeaker; })) {
@@ -285,12 +283,12 @@ void Synthesizer::say_all(const std::vector<Utterance>& texts, int batch_size, b
     const std::vector<size_t> batch(order.begin() + static_cast<std::ptrdiff_t>(start),
                                     order.begin() + static_cast<std::ptrdiff_t>(
                                                         std::min(order.size(), start + static_cast<size_t>(batch_size))));
-    say_batch(texts, ids, unknown, batch, done);
+    say_batch(texts, ids, unknown, batch, audio, done);
   }
 }
 
 void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vector<std::vector<int64_t>>& ids,
-                            const std::vector<std::string>& unknown, const std::vector<size_t>& batch,
+                            const std::vector<std::string>& unknown, const std::vector<size_t>& batch, bool audio,
                             const Done& done) {
   Loaded& l = *loaded_;
   const SynthesisOptions& o = l.options;
@@ -362,7 +360,7 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     r.mel = mels[j].narrow(1, 0, f).clone();
     r.alignment = paths[j].narrow(0, 0, static_cast<int64_t>(ids[k].size())).narrow(1, 0, f).clone();
     for (int64_t id : ids[k]) r.tokens.push_back(l.tp.symbol(id));
-    if (l.audio) {
+    if (audio) {  // the vocoder runs (say_mel: not)
       r.audio = l.vocoder ? vocoder_audio(o.vocoder, *l.vocoder, r.mel, l.device) : griffin_lim_audio(r.mel, c, o);
     }
     done(k, std::move(r));

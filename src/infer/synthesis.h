@@ -131,7 +131,8 @@ class Synthesizer {
 
  private:
   void say_batch(const std::vector<Utterance>& texts, const std::vector<std::vector<int64_t>>& ids,
-                 const std::vector<std::string>& unknown, const std::vector<size_t>& batch, const Done& done);
+                 const std::vector<std::string>& unknown, const std::vector<size_t>& batch, bool audio,
+                 const Done& done);
   void say_all(const std::vector<Utterance>& texts, int batch_size, bool audio, const Done& done);
   struct Loaded;
   std::unique_ptr<Loaded> loaded_;
