@@ -10,6 +10,13 @@ OUT=${OUT:-$ROOT/gpu-out}; mkdir -p "$OUT"
 DEPS=$ROOT/.deps/root
 export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 BUILD=$ROOT/build-gpu
+# cpp-httplib (serve) from .deps/root through pkg-config; pytest for the Python tests from the
+# wheels in .deps/wheels: the GPU machine reaches no package registry (scripts/gpu-deps.sh).
+export PKG_CONFIG_PATH="$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig:${PKG_CONFIG_PATH:-}"
+if ! python3 -c "import pytest" 2>/dev/null && [ -d "$ROOT/.deps/wheels" ]; then
+  python3 -m pip install -q --no-index --find-links "$ROOT/.deps/wheels" pytest 2>/dev/null ||
+    python3 -m pip install -q --user --break-system-packages --no-index --find-links "$ROOT/.deps/wheels" pytest
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 
 # The configure arguments, exported for hooks that build another tree the same way (gpu.d/ab.sh).

@@ -18,8 +18,10 @@
 namespace monoflow::train {
 
 // An untrained tiny model's checkpoint (synthesis needs only its weights and config snapshot);
-// with speakers > 1 a multi-speaker model.
-inline std::string tiny_checkpoint(const testing::TempDir& dir, int speakers = 0) {
+// with speakers > 1 a multi-speaker model. Untrained, the decoder's couplings are the identity
+// (their last convolutions start at zero), so a speaker shows only through the durations;
+// perturbed adds noise to every weight so that it conditions the decoder's frames as well.
+inline std::string tiny_checkpoint(const testing::TempDir& dir, int speakers = 0, bool perturbed = false) {
   Config c = testing::tiny_config(dir / "corpus", dir / "run", 1);
   if (speakers > 1) {
     c.data.n_speakers = speakers;
@@ -28,13 +30,18 @@ inline std::string tiny_checkpoint(const testing::TempDir& dir, int speakers = 0
   const text::TextProcessor tp(c.text);
   torch::manual_seed(5);
   models::GlowTTS model(model_options(c, static_cast<int64_t>(tp.vocab_size())));
+  if (perturbed) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.add_(torch::randn_like(p) * 0.05);
+  }
   torch::optim::Adam adam(model->parameters());
   CheckpointState s;
   s.step = 7;
   s.scheduler = c.train.scheduler;
   s.config_yaml = to_yaml(c);
   s.rng = capture_rng();
-  const std::string path = dir / (speakers > 1 ? "multi_ckpt_000000007.pt" : "ckpt_000000007.pt");
+  const std::string path = dir / ((perturbed ? "perturbed_" : "") + std::string(speakers > 1 ? "multi_" : "") +
+                                   "ckpt_000000007.pt");
   save_checkpoint(path, *model, adam, s);
   return path;
 }
