@@ -16,11 +16,6 @@ namespace {
 
 std::string recentring(const monoflow::train::AlignOptions& o, const monoflow::train::AlignReport& r) {
   char text[160];
-  if (o.decoder_shift && !o.recentre) {
-    std::snprintf(text, sizeof text, "moved %.1f ms %s by the decoder's own shift", std::abs(r.decoder_shift_ms),
-                  r.decoder_shift_ms > 0 ? "later" : "earlier");
-    return text;
-  }
   if (!o.recentre) return "as MAS placed them";
   if (r.recentred_ms == 0) {
     std::snprintf(text, sizeof text, "not recentred (%lld word junctions; the offset could not be told)",
@@ -73,11 +68,6 @@ int main(int argc, char** argv) {
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
                "calibrated on espeak-ng's en-us word events of the default corpus, with --junction middle, and on "
                "another voice it becomes a bias of its own (docs/accuracy.md, \"Alignment accuracy\")");
-  app.add_flag("--decoder-shift", o.decoder_shift,
-               "move the boundaries by the time shift the decoder learnt, measured on the model");
-  app.add_flag("--silent-tokens", o.silent_tokens,
-               "let the tokens that make no sound of their own (blanks, the space, punctuation) take no frames "
-               "where the model explains every frame better by the words' sounds; MAS gives each at least one");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {

@@ -17,10 +17,8 @@
 #include "data/posix_fs.h"
 #include "data/text_encoder.h"
 #include "models/glow_tts.h"
-#include "infer/align_export/decoder_shift.h"
 #include "infer/align_export/ensemble.h"
 #include "infer/align_export/recentre.h"
-#include "infer/align_export/silent_tokens.h"
 #include "infer/align_export/utterance_files.h"
 #include "train/checkpoint.h"
 #include "train/weights_file.h"
@@ -98,36 +96,6 @@ torch::Tensor per_utterance_mle(const models::GlowTTSOutput& out) {
       ((z_logs + 0.5 * torch::exp(-2 * z_logs) * (z - z_m).pow(2)) * mask).sum({1, 2}) - out.logdet.to(torch::kFloat32);
   const torch::Tensor elements = mask.sum({1, 2}) * z.size(1);
   return (terms / elements + 0.5 * std::log(2 * M_PI)).to(torch::kCPU, torch::kFloat64);
-}
-
-// MAS's log-likelihood of every frame of z under every token's prior, [B, T, S] float64 on the
-// CPU (padding included: callers cut each utterance to its lengths).
-torch::Tensor prior_log_likelihood(const models::GlowTTSOutput& out) {
-  const torch::Tensor z = out.z.to(torch::kFloat64), x_m = out.x_m.to(torch::kFloat64),
-                      x_logs = out.x_logs.to(torch::kFloat64);
-  const torch::Tensor inv_var = torch::exp(-2 * x_logs);  // [B, C, T]
-  const torch::Tensor per_token = (-0.5 * std::log(2 * M_PI) - x_logs - 0.5 * x_m.pow(2) * inv_var).sum(1);
-  const torch::Tensor logp = torch::matmul((-0.5 * inv_var).transpose(1, 2), z.pow(2)) +
-                             torch::matmul((x_m * inv_var).transpose(1, 2), z) + per_token.unsqueeze(-1);
-  return logp.to(torch::kCPU);
-}
-
-// Each utterance's durations with the tokens that make no sound allowed no frames
-// (silent_tokens.h): [B, T] int64, zero past each utterance's tokens.
-torch::Tensor silent_token_batch(const models::GlowTTSOutput& out, const std::vector<const data::DatasetItem*>& items,
-                                 const text::TextProcessor& tp) {
-  const torch::Tensor logp = prior_log_likelihood(out);
-  const torch::Tensor seen = out.y_lengths.to(torch::kCPU);
-  torch::Tensor durations = torch::zeros({logp.size(0), logp.size(1)}, torch::kInt64);
-  for (int64_t b = 0; b < logp.size(0); ++b) {
-    const std::vector<int64_t>& ids = items[static_cast<size_t>(b)]->text;
-    std::vector<bool> skippable;
-    for (const int64_t id : ids) skippable.push_back(!tp.spoken(id));
-    const int64_t tokens = static_cast<int64_t>(ids.size());
-    durations[b].slice(0, 0, tokens).copy_(
-        silent_token_durations(logp[b].slice(0, 0, tokens).slice(1, 0, seen[b].item<int64_t>()), skippable));
-  }
-  return durations;
 }
 
 struct SummaryRow {
@@ -256,23 +224,15 @@ AlignReport align_dataset(const AlignOptions& o) {
 
   std::vector<std::pair<std::string, TextGrid>> grids;  // written at the end, recentred
   JunctionChange change;
-  std::vector<DecoderShift> shifts(models.size());
   torch::NoGradGuard no_grad;
   while (auto host_batch = loader.next()) {
     const data::Batch batch = to_device(*host_batch, device);
     std::vector<torch::Tensor> each;  // every model's durations
     torch::Tensor model_frames, mle, attn;
-    std::vector<const data::DatasetItem*> items;
-    for (const std::string& id : host_batch->ids) items.push_back(&dataset->item(index_of.at(id)));
-    for (size_t k = 0; k < models.size(); ++k) {
-      auto& model = models[k];
-      if (o.decoder_shift) {
-        shifts[k].add(model, batch.mel, batch.mel_lengths, model->speaker_vector(batch.speakers, batch.mel.size(0)));
-      }
+    for (auto& model : models) {
       const models::GlowTTSOutput out =
           model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
-      each.push_back(o.silent_tokens ? silent_token_batch(out, items, *tp)
-                                     : out.durations.to(torch::kCPU, torch::kInt64));
+      each.push_back(out.durations.to(torch::kCPU, torch::kInt64));
       model_frames = out.y_lengths.to(torch::kCPU);  // the same in every model: the config's n_sqz
       const torch::Tensor m = per_utterance_mle(out);
       mle = mle.defined() ? mle + m : m;
@@ -325,15 +285,9 @@ AlignReport align_dataset(const AlignOptions& o) {
   if (o.progress) progress.finish();
 
   report.junctions = change.junctions();
-  double offset_s = o.recentre ? run_offset_frames(change, o.recentre_min_junctions) * timing.hop_length /
+  const double offset_s = o.recentre ? run_offset_frames(change, o.recentre_min_junctions) * timing.hop_length /
                                            timing.sampling_rate
                                      : 0.0;
-  if (o.decoder_shift) {
-    double frames = 0;
-    for (const DecoderShift& shift : shifts) frames += shift.frames() / static_cast<double>(shifts.size());
-    report.decoder_shift_ms = frames * timing.hop_length / timing.sampling_rate * 1000;
-    offset_s -= frames * timing.hop_length / timing.sampling_rate;  // z frame b is mel frame b + shift
-  }
   report.recentred_ms = offset_s * 1000;
   for (auto& [id, grid] : grids) {
     if (offset_s != 0) shift_boundaries(grid, offset_s);

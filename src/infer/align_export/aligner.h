@@ -57,12 +57,6 @@ struct AlignOptions {
   // becomes a bias of its own.
   bool recentre = false;
   int64_t recentre_min_junctions = 200;
-  // Move the TextGrids' boundaries by the decoder's own time shift (decoder_shift.h), measured on
-  // the model, not fitted to any voice.
-  bool decoder_shift = false;
-  // Let the tokens that make no sound (blanks, the space, punctuation) take no frames
-  // (silent_tokens.h) instead of MAS's one frame at least.
-  bool silent_tokens = false;
   bool progress = true;  // the progress line on stderr
   // Called with each utterance's alignment as its files are written (monoflow.align in Python
   // collects the durations through it); empty: not called.
@@ -78,7 +72,6 @@ struct AlignReport {
   double mean_mle = 0;          // mean over utterances of the per-utterance mle (and over the models)
   int64_t junctions = 0;        // word junctions the recentring measured
   double recentred_ms = 0;      // how far the TextGrids' boundaries moved earlier (negative: later)
-  double decoder_shift_ms = 0;  // the decoder's shift (decoder_shift), part of recentred_ms
   double elapsed_s = 0;
   std::string backend;          // the MAS backend used
   std::string device;
