@@ -2,7 +2,7 @@
 // Inference"; tools/bench/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
 // precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
 //   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph]
-//                   [--device cuda] [--csv out.csv] [--batch 16]
+//                   [--device cuda] [--csv out.csv] [--batch 16] [--profile trace.json]
 // --batch N runs the sentence N times at once (synthesize --text-file's batches; frames/s counts
 // all N).
 // --symbols/--frames/--calls/--warmup exist for smoke tests on a CPU; results with them
@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--calls", o.setup.timed, "timed calls (spec: 20)")->check(CLI::PositiveNumber);
   app.add_option("--warmup", o.setup.warmup, "warm-up calls (spec: 3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--profile", o.profile_path,
+                 "after the timed calls, profile 3 more with Kineto into this Chrome trace "
+                 "(scripts/profile_cpu_ops.py sums a CPU one by op)");
   return cli_main(app, argc, argv, CliStyle("bench_inference"), [&] {
     keep_freed_host_memory();  // as synthesize does (common/host_memory.h)
     o.setup.config = train::load_config(config_path, overrides);

@@ -22,7 +22,11 @@ torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, 
 torch::Tensor invconv_mix_reference(const torch::Tensor& x_in, const torch::Tensor& w, const torch::Tensor& x_mask) {
   const int64_t b = x_in.size(0), c = x_in.size(1), t = x_in.size(2), s = w.size(0);
   auto x = x_in.reshape({b, 2, c / s, s / 2, t}).permute({0, 1, 3, 2, 4}).reshape({b, s, c / s, t});
-  auto z = torch::conv2d(x, w.view({s, s, 1, 1}));
+  // CPU inference: the mixing as a matrix product by the n x n weight rather than a
+  // convolution call with its per-call setup (the same sums).
+  auto z = (x.device().is_cpu() && !torch::GradMode::is_enabled())
+               ? torch::matmul(w, x.reshape({b, s, (c / s) * t})).view({b, s, c / s, t})
+               : torch::conv2d(x, w.view({s, s, 1, 1}));
   return z.reshape({b, 2, s / 2, c / s, t}).permute({0, 1, 3, 2, 4}).reshape({b, c, t}) * x_mask;
 }
 

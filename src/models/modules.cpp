@@ -9,6 +9,7 @@
 
 #include "models/conv_bias.h"
 #include "models/flow_fused.h"
+#include "models/winograd_conv1d.h"
 #include "models/wn_fused.h"
 
 #ifdef MONOFLOW_HAS_CUDA
@@ -116,12 +117,39 @@ torch::Tensor WeightNormConv1dImpl::weight() const {
   return step_weight_.defined() ? step_weight_ : torch::_weight_norm(weight_v, weight_g, 0);
 }
 
+bool WeightNormConv1dImpl::inference_cache_valid() const {
+  return cached_of_[0] == weight_v.data_ptr() && cached_version_[0] == weight_v._version() &&
+         cached_of_[1] == weight_g.data_ptr() && cached_version_[1] == weight_g._version();
+}
+
+torch::Tensor WeightNormConv1dImpl::inference_weight() {
+  if (torch::GradMode::is_enabled() || !weight_v.device().is_cpu() || step_weight_.defined()) return {};
+  if (!cached_weight_.defined() || !inference_cache_valid()) {
+    cached_weight_ = torch::_weight_norm(weight_v, weight_g, 0);
+    cached_winograd_ = torch::Tensor();
+    cached_of_[0] = weight_v.data_ptr();
+    cached_of_[1] = weight_g.data_ptr();
+    cached_version_[0] = weight_v._version();
+    cached_version_[1] = weight_g._version();
+  }
+  return cached_weight_;
+}
+
+torch::Tensor WeightNormConv1dImpl::inference_winograd_weight() {
+  const auto w = inference_weight();
+  if (!w.defined() || w.size(2) != 5) return {};
+  if (!cached_winograd_.defined()) cached_winograd_ = winograd_weight(w);
+  return cached_winograd_;
+}
+
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
-  return conv_over_time(x, weight(), bias, padding_, dilation_);
+  const auto cached = inference_weight();
+  return conv_over_time(x, cached.defined() ? cached : weight(), bias, padding_, dilation_);
 }
 
 torch::Tensor WeightNormConv1dImpl::forward_without_bias(const torch::Tensor& x) {
-  return conv_over_time(x, weight(), {}, padding_, dilation_);
+  const auto cached = inference_weight();
+  return conv_over_time(x, cached.defined() ? cached : weight(), {}, padding_, dilation_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -145,7 +173,63 @@ WNImpl::WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_ra
   }
 }
 
+bool WNImpl::cpu_inference_applies(const torch::Tensor& x) const {
+  return !torch::GradMode::is_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat && x.dim() == 3 &&
+         (!is_training() || p_dropout_ == 0.0);
+}
+
+torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const torch::Tensor& x_mask_in,
+                                            const torch::Tensor& g) {
+  const int64_t batch = x_in.size(0), h = hidden_channels_;
+  const torch::Tensor x_mask = x_mask_in.contiguous();
+  // Padding is zeroed after every residual update, as in forward(); with no padding the
+  // products by ones change nothing and are left out.
+  const bool masked = x_mask.numel() > 0 && x_mask.min().item<float>() != 1.0f;
+  auto x = x_in.contiguous().clone();  // updated in place below
+  auto output = torch::zeros_like(x);
+  for (int64_t i = 0; i < n_layers_; ++i) {
+    auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
+    auto& res_skip_layer = *res_skip_layers[i]->as<WeightNormConv1d>();
+    torch::Tensor acts;
+    const auto u = winograd_applies(x, in_layer.inference_weight(), in_layer.padding(), in_layer.dilation())
+                       ? in_layer.inference_winograd_weight()
+                       : torch::Tensor();
+    if (u.defined() && !g.defined()) {
+      acts = winograd_conv1d_gated(x, u, in_layer.bias);
+    } else {
+      auto x_in = u.defined() ? winograd_conv1d(x, u, in_layer.bias) : in_layer.forward(x);
+      if (g.defined()) x_in = x_in + g.slice(1, i * 2 * h, (i + 1) * 2 * h);
+      acts = gated_activation_reference(x_in);
+    }
+    // The 1x1 res_skip convolution as products added in place: x += W_res acts, output +=
+    // W_skip acts (the last layer has only the skip half), then the biases.
+    const bool last = i == n_layers_ - 1;
+    const auto w = res_skip_layer.inference_weight().squeeze(2);
+    for (int64_t b = 0; b < batch; ++b) {
+      const auto a = acts.select(0, b);
+      if (last) {
+        output.select(0, b).addmm_(w, a);
+      } else {
+        x.select(0, b).addmm_(w.slice(0, 0, h), a);
+        output.select(0, b).addmm_(w.slice(0, h, 2 * h), a);
+      }
+    }
+    if (last) {
+      output.add_(res_skip_layer.bias.view({1, h, 1}));
+    } else {
+      x.add_(res_skip_layer.bias.slice(0, 0, h).view({1, h, 1}));
+      output.add_(res_skip_layer.bias.slice(0, h, 2 * h).view({1, h, 1}));
+    }
+    if (!last && masked) x.mul_(x_mask);
+  }
+  if (masked) output.mul_(x_mask);
+  return output;
+}
+
 torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, const torch::Tensor& g_in) {
+  if (cpu_inference_applies(x)) {
+    return forward_cpu_inference(x, x_mask_in, g_in.defined() ? cond_layer->forward(g_in) : torch::Tensor());
+  }
   const torch::Tensor x_mask = x_mask_in.contiguous();  // once, not in every layer's update
   auto output = torch::zeros_like(x);
   torch::Tensor g;

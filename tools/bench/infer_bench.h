@@ -27,6 +27,11 @@ struct InferBenchOptions {
   int batch = 1;  // the sentence this many times at once (synthesize --text-file's batches); spec: 1
   int target_frames = 1800;
   double noise_scale = 0.667;
+  // Non-empty: after the timed calls, `profiled_calls` more run under LibTorch's Kineto
+  // profiler (CPU ops, and CUDA activity on a GPU), each inside a "monoflow_call" range; the
+  // Chrome trace is written here (scripts/profile_cpu_ops.py sums a CPU trace by op).
+  std::string profile_path;
+  int profiled_calls = 3;
 };
 
 struct InferBenchRow {

@@ -1,0 +1,81 @@
+// Micro-benchmark of the CPU Winograd convolution (src/models/winograd_conv1d.h) at the WN
+// in_layer's shape against torch's conv1d (oneDNN) and gated unit, and the parts of the fast
+// path: the batched product alone, and the transforms (the rest). Checks the result first.
+//   winograd_conv1d_dev [--frames 900] [--channels 192] [--reps 50]
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/host_memory.h"
+#include "models/winograd_conv1d.h"
+#include "models/wn_fused.h"
+
+namespace {
+
+double median_ms(int reps, const std::function<void()>& f) {
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t frames = 900, channels = 192;
+  int reps = 50;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--frames") frames = std::stoll(argv[i + 1]);
+    else if (a == "--channels") channels = std::stoll(argv[i + 1]);
+    else if (a == "--reps") reps = std::stoi(argv[i + 1]);
+  }
+  using namespace monoflow::models;
+  monoflow::keep_freed_host_memory();  // as synthesize and bench_inference
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(0);
+  const auto x = torch::randn({1, channels, frames});
+  const auto w = torch::randn({2 * channels, channels, 5}) / std::sqrt(5.0 * channels);
+  const auto bias = torch::randn({2 * channels}) * 0.1;
+  const auto u = winograd_weight(w);
+  const auto ref = torch::conv1d(x.to(torch::kDouble), w.to(torch::kDouble), bias.to(torch::kDouble), 1, 2);
+  const double scale = ref.abs().max().item<double>();
+  const double err_torch = (torch::conv1d(x, w, bias, 1, 2).to(torch::kDouble) - ref).abs().max().item<double>();
+  const double err_wino = (winograd_conv1d(x, u, bias).to(torch::kDouble) - ref).abs().max().item<double>();
+  const double err_gate =
+      (winograd_conv1d_gated(x, u, bias) - gated_activation_reference(torch::conv1d(x, w, bias, 1, 2)))
+          .abs().max().item<double>();
+  std::printf("shape [1, %lld, %lld], %lld -> %lld channels, kernel 5; threads %d\n", (long long)channels,
+              (long long)frames, (long long)channels, (long long)(2 * channels), torch::get_num_threads());
+  std::printf("max |error| / max |y| against float64: torch %.2e, winograd %.2e; gated vs torch's %.2e\n",
+              err_torch / scale, err_wino / scale, err_gate);
+  const int64_t tiles = ((frames + 3) / 4 + 7) / 8 * 8;
+  const auto v = torch::randn({8, channels, tiles});
+  const double gflop = 2.0 * 2 * channels * channels * 5 * frames / 1e9;
+  const double t_conv = median_ms(reps, [&] { torch::conv1d(x, w, bias, 1, 2); });
+  const double t_conv_gate =
+      median_ms(reps, [&] { gated_activation_reference(torch::conv1d(x, w, bias, 1, 2)); });
+  const double t_wino = median_ms(reps, [&] { winograd_conv1d(x, u, bias); });
+  const double t_wino_gate = median_ms(reps, [&] { winograd_conv1d_gated(x, u, bias); });
+  const auto u_rows = torch::randn({8, 2 * channels, channels});
+  const double t_bmm = median_ms(reps, [&] { torch::bmm(u_rows, v); });
+  std::printf("%-34s %8s %12s\n", "", "ms", "GFLOP/s(dir)");
+  std::printf("%-34s %8.3f %12.1f\n", "torch conv1d (oneDNN)", t_conv, gflop / t_conv * 1e3);
+  std::printf("%-34s %8.3f %12.1f\n", "torch conv1d + gate", t_conv_gate, gflop / t_conv_gate * 1e3);
+  std::printf("%-34s %8.3f %12.1f\n", "winograd_conv1d", t_wino, gflop / t_wino * 1e3);
+  std::printf("%-34s %8.3f %12.1f\n", "winograd_conv1d_gated", t_wino_gate, gflop / t_wino_gate * 1e3);
+  std::printf("%-34s %8.3f %12.1f (actual GFLOP/s)\n", "  torch::bmm of the same product", t_bmm,
+              2.0 * 8 * 2 * channels * channels * tiles / 1e9 / t_bmm * 1e3);
+  return 0;
+}

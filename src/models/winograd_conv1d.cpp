@@ -1,0 +1,502 @@
+#include "models/winograd_conv1d.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define MONOFLOW_WINOGRAD_X86 1
+#endif
+
+namespace monoflow::models {
+
+namespace {
+
+constexpr int kOut = 4;                  // outputs per tile (m)
+constexpr int kTaps = 5;                 // kernel size (r)
+constexpr int kPoints = kOut + kTaps - 1;  // n = 8
+constexpr int kLanes = 8;                // tiles per vector step
+// The product at each point is a hand-written GEMM (MKL's sgemm reached 115-135 GFLOP/s on
+// these shapes on 2 Zen 3 cores, oneDNN's direct convolution 155): a 6 x 16 register block of
+// C (12 AVX2 accumulators) over the whole K = C_in, from operands stored in the order the block
+// reads them. The weight is packed once, [8][C_out / 6][C_in][6]; the input transform writes
+// its output packed, [8][cols / 16][C_in][16]; C comes out row-major, [8][C_out][cols].
+constexpr int kRows = 6;
+constexpr int kCols = 16;  // the tile count per batch item is padded to it
+
+// The transforms of F(4, 5) for correlation (what conv1d computes): y = AT [(G w) * (BT d)].
+// From the linear-convolution Toom-Cook algorithm at the points 0, 1, -1, 2, -2, 1/2, -1/2, ∞:
+// with V the 8 x 8 evaluation (Vandermonde) matrix, C = V^-1 interpolates; BT = C^T, G
+// evaluates the kernel and AT^T the outputs' polynomial. Each row p of BT is scaled so that its
+// smallest entry is 1 (all its entries are then exact in float: 1, 4.25, 5.25, ...) and G's row
+// by the inverse, which leaves the product unchanged and puts the inexact factors in the
+// weight, transformed once in float64.
+struct Transforms {
+  std::array<std::array<float, kPoints>, kPoints> bt;  // [p][j]
+  std::array<std::array<double, kTaps>, kPoints> g;    // [p][k]
+  std::array<std::array<float, kPoints>, kOut> at;     // [i][p]
+};
+
+const Transforms& transforms() {
+  static const Transforms t = [] {
+    const double points[kPoints - 1] = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5};
+    auto v = torch::zeros({kPoints, kPoints}, torch::kDouble);
+    for (int p = 0; p < kPoints - 1; ++p) {
+      for (int j = 0; j < kPoints; ++j) v[p][j] = std::pow(points[p], j);
+    }
+    v[kPoints - 1][kPoints - 1] = 1.0;
+    const auto c = torch::linalg_inv(v).contiguous();
+    const auto* cp = c.data_ptr<double>();
+    Transforms out{};
+    for (int p = 0; p < kPoints; ++p) {
+      double smallest = 0.0;
+      for (int j = 0; j < kPoints; ++j) {
+        const double e = std::abs(cp[j * kPoints + p]);
+        if (e > 1e-9 && (smallest == 0.0 || e < smallest)) smallest = e;
+      }
+      const double scale = 1.0 / smallest;
+      for (int j = 0; j < kPoints; ++j) {
+        const double e = cp[j * kPoints + p] * scale;
+        out.bt[p][j] = static_cast<float>(std::abs(e) < 1e-9 ? 0.0 : std::round(e * 64.0) / 64.0);
+      }
+      for (int k = 0; k < kTaps; ++k) {
+        const double e = p < kPoints - 1 ? std::pow(points[p], k) : (k == kTaps - 1 ? 1.0 : 0.0);
+        out.g[p][k] = e / scale;
+      }
+      for (int i = 0; i < kOut; ++i) {
+        out.at[i][p] = static_cast<float>(p < kPoints - 1 ? std::pow(points[p], i) : (i == kOut - 1 ? 1.0 : 0.0));
+      }
+    }
+    return out;
+  }();
+  return t;
+}
+
+std::atomic<int>& enabled_flag() {
+  static std::atomic<int> flag = [] {
+    const char* env = std::getenv("MONOFLOW_CPU_WINOGRAD");
+    return (env && std::string(env) == "0") ? 0 : 1;
+  }();
+  return flag;
+}
+
+std::atomic<bool> simd_allowed{true};
+
+bool has_avx2() {
+#ifdef MONOFLOW_WINOGRAD_X86
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes && simd_allowed.load();
+#else
+  return false;
+#endif
+}
+
+// Shapes of one call. Tiles of every batch item sit side by side in the products' columns.
+struct Shape {
+  int64_t batch, c_in, c_out, t, tiles, tiles_padded, cols;
+};
+
+Shape shape_of(const torch::Tensor& x, const torch::Tensor& u) {
+  Shape s{};
+  s.batch = x.size(0);
+  s.c_in = x.size(1);
+  s.t = x.size(2);
+  s.c_out = u.size(1) * kRows;
+  s.tiles = (s.t + kOut - 1) / kOut;
+  s.tiles_padded = (s.tiles + kCols - 1) / kCols * kCols;
+  s.cols = s.batch * s.tiles_padded;
+  return s;
+}
+
+// The input's phases: ph[r][q] = x[4 q + r - 2] (0 outside [0, t)), q < tiles_padded + 1, so that
+// input j of tile q is ph[j % 4][q + j / 4], contiguous over tiles.
+void phases(const float* x, int64_t t, int64_t tiles_padded, float* ph) {
+  const int64_t stride = tiles_padded + 1;
+  for (int r = 0; r < kOut; ++r) {
+    float* row = ph + r * stride;
+    for (int64_t q = 0; q < stride; ++q) {
+      const int64_t i = kOut * q + r - (kTaps / 2);
+      row[q] = (i >= 0 && i < t) ? x[i] : 0.0f;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------ generic (scalar)
+
+// Where column `col` of channel c lands in the packed input of one point.
+inline int64_t packed_index(int64_t c, int64_t c_in, int64_t col) {
+  return (col / kCols) * (c_in * kCols) + c * kCols + col % kCols;
+}
+
+void input_transform_generic(const Transforms& tr, const float* ph, int64_t tiles_padded, float* v,
+                             int64_t point_stride, int64_t c, int64_t c_in, int64_t col0) {
+  const int64_t stride = tiles_padded + 1;
+  for (int p = 0; p < kPoints; ++p) {
+    float* out = v + p * point_stride;
+    for (int64_t q = 0; q < tiles_padded; ++q) {
+      float acc = 0.0f;
+      for (int j = 0; j < kPoints; ++j) acc += tr.bt[p][j] * ph[(j % kOut) * stride + q + j / kOut];
+      out[packed_index(c, c_in, col0 + q)] = acc;
+    }
+  }
+}
+
+// C [rows, cols] (row stride ldc) = A x B for packed A [rows / 6][k][6] and B [cols / 16][k][16],
+// row blocks [rb0, rb1).
+void gemm_generic(const float* a, const float* b, int64_t k, int64_t rb0, int64_t rb1, int64_t col_blocks,
+                  float* c, int64_t ldc) {
+  for (int64_t rb = rb0; rb < rb1; ++rb) {
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      float acc[kRows][kCols] = {};
+      const float* ap = a + rb * k * kRows;
+      const float* bp = b + cb * k * kCols;
+      for (int64_t i = 0; i < k; ++i) {
+        for (int r = 0; r < kRows; ++r) {
+          for (int j = 0; j < kCols; ++j) acc[r][j] += ap[i * kRows + r] * bp[i * kCols + j];
+        }
+      }
+      for (int r = 0; r < kRows; ++r) {
+        for (int j = 0; j < kCols; ++j) c[(rb * kRows + r) * ldc + cb * kCols + j] = acc[r][j];
+      }
+    }
+  }
+}
+
+// outputs of channel row `o` for every tile: y[4 q + i] for 4 q + i < t
+void output_transform_generic(const Transforms& tr, const float* m, int64_t point_stride, int64_t t, float bias,
+                              float* y) {
+  const int64_t tiles = (t + kOut - 1) / kOut;
+  for (int64_t q = 0; q < tiles; ++q) {
+    for (int i = 0; i < kOut && kOut * q + i < t; ++i) {
+      float acc = 0.0f;
+      for (int p = 0; p < kPoints; ++p) acc += tr.at[i][p] * m[p * point_stride + q];
+      y[kOut * q + i] = acc + bias;
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------ AVX2 + FMA
+#ifdef MONOFLOW_WINOGRAD_X86
+#define MONOFLOW_AVX2 __attribute__((target("avx2,fma")))
+
+// exp for float lanes: Cody-Waite range reduction by ln 2 and the Cephes polynomial (a few
+// ulp, as Sleef's u10 that torch uses); inputs clamped to [-87.3, 88.3], whose 2^n is normal.
+MONOFLOW_AVX2 inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// tanh(a) * sigmoid(b): tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2 |a|) (no overflow),
+// sigmoid(b) = 1 / (1 + exp(-b)).
+MONOFLOW_AVX2 inline __m256 gate_avx2(__m256 a, __m256 b) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_andnot_ps(sign, a), _mm256_set1_ps(-2.0f)));
+  const __m256 th = _mm256_or_ps(_mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)), _mm256_and_ps(sign, a));
+  const __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, exp_avx2(_mm256_xor_ps(b, sign))));
+  return _mm256_mul_ps(th, sg);
+}
+
+MONOFLOW_AVX2 void input_transform_avx2(const Transforms& tr, const float* ph, int64_t tiles_padded, float* v,
+                                        int64_t point_stride, int64_t c, int64_t c_in, int64_t col0) {
+  const int64_t stride = tiles_padded + 1;
+  __m256 bt[kPoints][kPoints];
+  for (int p = 0; p < kPoints; ++p) {
+    for (int j = 0; j < kPoints; ++j) bt[p][j] = _mm256_set1_ps(tr.bt[p][j]);
+  }
+  for (int64_t q = 0; q < tiles_padded; q += kLanes) {
+    __m256 d[kPoints];
+    for (int j = 0; j < kPoints; ++j) d[j] = _mm256_loadu_ps(ph + (j % kOut) * stride + q + j / kOut);
+    for (int p = 0; p < kPoints; ++p) {
+      __m256 acc = _mm256_mul_ps(bt[p][0], d[0]);
+      for (int j = 1; j < kPoints; ++j) acc = _mm256_fmadd_ps(bt[p][j], d[j], acc);
+      _mm256_storeu_ps(v + p * point_stride + packed_index(c, c_in, col0 + q), acc);
+    }
+  }
+}
+
+MONOFLOW_AVX2 void gemm_avx2(const float* a, const float* b, int64_t k, int64_t rb0, int64_t rb1,
+                             int64_t col_blocks, float* c, int64_t ldc) {
+  for (int64_t rb = rb0; rb < rb1; ++rb) {
+    const float* ap0 = a + rb * k * kRows;
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const float* ap = ap0;
+      const float* bp = b + cb * k * kCols;
+      __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
+             c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
+             c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
+             c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
+        const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+        __m256 av = _mm256_broadcast_ss(ap);
+        c00 = _mm256_fmadd_ps(av, b0, c00);
+        c01 = _mm256_fmadd_ps(av, b1, c01);
+        av = _mm256_broadcast_ss(ap + 1);
+        c10 = _mm256_fmadd_ps(av, b0, c10);
+        c11 = _mm256_fmadd_ps(av, b1, c11);
+        av = _mm256_broadcast_ss(ap + 2);
+        c20 = _mm256_fmadd_ps(av, b0, c20);
+        c21 = _mm256_fmadd_ps(av, b1, c21);
+        av = _mm256_broadcast_ss(ap + 3);
+        c30 = _mm256_fmadd_ps(av, b0, c30);
+        c31 = _mm256_fmadd_ps(av, b1, c31);
+        av = _mm256_broadcast_ss(ap + 4);
+        c40 = _mm256_fmadd_ps(av, b0, c40);
+        c41 = _mm256_fmadd_ps(av, b1, c41);
+        av = _mm256_broadcast_ss(ap + 5);
+        c50 = _mm256_fmadd_ps(av, b0, c50);
+        c51 = _mm256_fmadd_ps(av, b1, c51);
+      }
+      float* cp = c + rb * kRows * ldc + cb * kCols;
+      _mm256_storeu_ps(cp, c00);
+      _mm256_storeu_ps(cp + 8, c01);
+      _mm256_storeu_ps(cp + ldc, c10);
+      _mm256_storeu_ps(cp + ldc + 8, c11);
+      _mm256_storeu_ps(cp + 2 * ldc, c20);
+      _mm256_storeu_ps(cp + 2 * ldc + 8, c21);
+      _mm256_storeu_ps(cp + 3 * ldc, c30);
+      _mm256_storeu_ps(cp + 3 * ldc + 8, c31);
+      _mm256_storeu_ps(cp + 4 * ldc, c40);
+      _mm256_storeu_ps(cp + 4 * ldc + 8, c41);
+      _mm256_storeu_ps(cp + 5 * ldc, c50);
+      _mm256_storeu_ps(cp + 5 * ldc + 8, c51);
+    }
+  }
+}
+
+// The 4 output phases of channel row m (points `point_stride` apart) for tiles q..q+7.
+MONOFLOW_AVX2 inline void outputs_avx2(const __m256 (&at)[kOut][kPoints], const float* m, int64_t point_stride,
+                                       int64_t q, __m256 bias, __m256 (&y)[kOut]) {
+  __m256 mp[kPoints];
+  for (int p = 0; p < kPoints; ++p) mp[p] = _mm256_loadu_ps(m + p * point_stride + q);
+  for (int i = 0; i < kOut; ++i) {
+    __m256 acc = bias;
+    for (int p = 0; p < kPoints; ++p) acc = _mm256_fmadd_ps(at[i][p], mp[p], acc);
+    y[i] = acc;
+  }
+}
+
+// Lanes are tiles, so output 4 (q + l) + i is y[i][l]: a 4 x 8 transpose on the way out.
+inline void store_tiles(const float (&buf)[kOut][kLanes], int64_t q, int64_t t, float* out) {
+  const int64_t base = kOut * q;
+  if (base + kOut * kLanes <= t) {
+    for (int l = 0; l < kLanes; ++l) {
+      for (int i = 0; i < kOut; ++i) out[base + kOut * l + i] = buf[i][l];
+    }
+    return;
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    for (int i = 0; i < kOut; ++i) {
+      if (base + kOut * l + i < t) out[base + kOut * l + i] = buf[i][l];
+    }
+  }
+}
+
+MONOFLOW_AVX2 void load_at(const Transforms& tr, __m256 (&at)[kOut][kPoints]) {
+  for (int i = 0; i < kOut; ++i) {
+    for (int p = 0; p < kPoints; ++p) at[i][p] = _mm256_set1_ps(tr.at[i][p]);
+  }
+}
+
+MONOFLOW_AVX2 void output_transform_avx2(const Transforms& tr, const float* m, int64_t point_stride, int64_t t,
+                                         float bias, float* y) {
+  __m256 at[kOut][kPoints];
+  load_at(tr, at);
+  const int64_t tiles = (t + kOut - 1) / kOut;
+  alignas(32) float buf[kOut][kLanes];
+  for (int64_t q = 0; q < tiles; q += kLanes) {
+    __m256 out[kOut];
+    outputs_avx2(at, m, point_stride, q, _mm256_set1_ps(bias), out);
+    for (int i = 0; i < kOut; ++i) _mm256_store_ps(buf[i], out[i]);
+    store_tiles(buf, q, t, y);
+  }
+}
+
+MONOFLOW_AVX2 void gated_transform_avx2(const Transforms& tr, const float* m_a, const float* m_b,
+                                        int64_t point_stride, int64_t t, float bias_a, float bias_b, float* y) {
+  __m256 at[kOut][kPoints];
+  load_at(tr, at);
+  const int64_t tiles = (t + kOut - 1) / kOut;
+  alignas(32) float buf[kOut][kLanes];
+  for (int64_t q = 0; q < tiles; q += kLanes) {
+    __m256 a[kOut], b[kOut];
+    outputs_avx2(at, m_a, point_stride, q, _mm256_set1_ps(bias_a), a);
+    outputs_avx2(at, m_b, point_stride, q, _mm256_set1_ps(bias_b), b);
+    for (int i = 0; i < kOut; ++i) _mm256_store_ps(buf[i], gate_avx2(a[i], b[i]));
+    store_tiles(buf, q, t, y);
+  }
+}
+#endif  // MONOFLOW_WINOGRAD_X86
+
+// ------------------------------------------------------------------------------ the pipeline
+
+// The product at the 8 points, [8, c_out, cols], from x [B, c_in, t].
+torch::Tensor products(const torch::Tensor& x_in, const torch::Tensor& u, const Shape& s) {
+  const auto x = x_in.contiguous();
+  const Transforms& tr = transforms();
+  // 64-byte aligned (LibTorch's CPU allocator): the GEMM loads packed rows of 16 aligned.
+  auto v = torch::empty({kPoints, s.c_in, s.cols}, x.options());
+  const float* xp = x.data_ptr<float>();
+  float* vp = v.data_ptr<float>();
+  const int64_t point_stride = s.c_in * s.cols;
+  const bool avx2 = has_avx2();
+  at::parallel_for(0, s.batch * s.c_in, 16, [&](int64_t begin, int64_t end) {
+    std::vector<float> ph(kOut * (s.tiles_padded + 1));
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / s.c_in, c = row % s.c_in;
+      phases(xp + row * s.t, s.t, s.tiles_padded, ph.data());
+#ifdef MONOFLOW_WINOGRAD_X86
+      if (avx2) {
+        input_transform_avx2(tr, ph.data(), s.tiles_padded, vp, point_stride, c, s.c_in, b * s.tiles_padded);
+        continue;
+      }
+#endif
+      (void)avx2;
+      input_transform_generic(tr, ph.data(), s.tiles_padded, vp, point_stride, c, s.c_in, b * s.tiles_padded);
+    }
+  });
+  auto m = torch::empty({kPoints, s.c_out, s.cols}, x.options());
+  const float* up = u.data_ptr<float>();
+  float* mp = m.data_ptr<float>();
+  const int64_t row_blocks = s.c_out / kRows, col_blocks = s.cols / kCols;
+  // Work items: (point, row block); a thread's run of them stays within few points, whose
+  // packed input (C_in x cols) it keeps in its L2.
+  at::parallel_for(0, kPoints * row_blocks, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end;) {
+      const int64_t p = item / row_blocks, rb0 = item % row_blocks;
+      const int64_t rb1 = std::min(row_blocks, rb0 + (end - item));
+      const float* a = up + p * s.c_out * s.c_in;
+      const float* b = vp + p * point_stride;
+      float* c = mp + p * s.c_out * s.cols;
+#ifdef MONOFLOW_WINOGRAD_X86
+      if (avx2) {
+        gemm_avx2(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
+      } else {
+        gemm_generic(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
+      }
+#else
+      gemm_generic(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
+#endif
+      item += rb1 - rb0;
+    }
+  });
+  return m;
+}
+
+}  // namespace
+
+bool cpu_winograd_enabled() { return enabled_flag().load() != 0; }
+void set_cpu_winograd(bool enabled) { enabled_flag().store(enabled ? 1 : 0); }
+void set_cpu_winograd_simd(bool enabled) { simd_allowed.store(enabled); }
+
+bool winograd_applies(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding, int64_t dilation) {
+  return cpu_winograd_enabled() && !torch::GradMode::is_enabled() && x.device().is_cpu() && weight.device().is_cpu() &&
+         x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat && x.dim() == 3 &&
+         weight.dim() == 3 && weight.size(2) == kTaps && x.size(1) == weight.size(1) &&
+         weight.size(0) % kRows == 0 && dilation == 1 &&
+         padding == kTaps / 2 && x.size(2) > 0;
+}
+
+torch::Tensor winograd_weight(const torch::Tensor& weight) {
+  TORCH_CHECK(weight.dim() == 3 && weight.size(2) == kTaps, "winograd_weight: expected [C_out, C_in, 5], got ",
+              weight.sizes());
+  const Transforms& tr = transforms();
+  auto g = torch::empty({kPoints, kTaps}, torch::kDouble);
+  for (int p = 0; p < kPoints; ++p) {
+    for (int k = 0; k < kTaps; ++k) g[p][k] = tr.g[p][k];
+  }
+  TORCH_CHECK(weight.size(0) % kRows == 0, "winograd_weight: output channels ", weight.size(0),
+              " not a multiple of ", kRows);
+  // [C_out, C_in, 5] x [5, 8] -> [C_out, C_in, 8] -> [8, C_out / 6, 6, C_in] -> [8, C_out / 6, C_in, 6]
+  const int64_t c_out = weight.size(0), c_in = weight.size(1);
+  const auto u = torch::matmul(weight.detach().to(torch::kCPU, torch::kDouble), g.t());
+  return u.permute({2, 0, 1}).reshape({kPoints, c_out / kRows, kRows, c_in}).transpose(2, 3).to(torch::kFloat).contiguous();
+}
+
+torch::Tensor winograd_conv1d(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias) {
+  const Shape s = shape_of(x, u);
+  const auto m = products(x, u, s);
+  auto y = torch::empty({s.batch, s.c_out, s.t}, x.options());
+  const Transforms& tr = transforms();
+  const float* mp = m.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
+  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
+  const int64_t point_stride = s.c_out * s.cols;
+  const bool avx2 = has_avx2();
+  at::parallel_for(0, s.batch * s.c_out, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / s.c_out, o = row % s.c_out;
+      const float* in = mp + o * s.cols + b * s.tiles_padded;
+      const float bias_o = bp ? bp[o] : 0.0f;
+#ifdef MONOFLOW_WINOGRAD_X86
+      if (avx2) {
+        output_transform_avx2(tr, in, point_stride, s.t, bias_o, yp + row * s.t);
+        continue;
+      }
+#endif
+      (void)avx2;
+      output_transform_generic(tr, in, point_stride, s.t, bias_o, yp + row * s.t);
+    }
+  });
+  return y;
+}
+
+torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias) {
+  const Shape s = shape_of(x, u);
+  TORCH_CHECK(s.c_out % 2 == 0, "winograd_conv1d_gated: odd output channels ", s.c_out);
+  const int64_t h = s.c_out / 2;
+  const auto m = products(x, u, s);
+  auto y = torch::empty({s.batch, h, s.t}, x.options());
+  const Transforms& tr = transforms();
+  const float* mp = m.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
+  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
+  const int64_t point_stride = s.c_out * s.cols;
+  const bool avx2 = has_avx2();
+  at::parallel_for(0, s.batch * h, 8, [&](int64_t begin, int64_t end) {
+    std::vector<float> a, b_row;
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / h, o = row % h;
+      const float* in_a = mp + o * s.cols + b * s.tiles_padded;
+      const float* in_b = mp + (o + h) * s.cols + b * s.tiles_padded;
+      const float bias_a = bp ? bp[o] : 0.0f, bias_b = bp ? bp[o + h] : 0.0f;
+      float* out = yp + row * s.t;
+#ifdef MONOFLOW_WINOGRAD_X86
+      if (avx2) {
+        gated_transform_avx2(tr, in_a, in_b, point_stride, s.t, bias_a, bias_b, out);
+        continue;
+      }
+#endif
+      (void)avx2;
+      a.resize(s.t);
+      b_row.resize(s.t);
+      output_transform_generic(tr, in_a, point_stride, s.t, bias_a, a.data());
+      output_transform_generic(tr, in_b, point_stride, s.t, bias_b, b_row.data());
+      for (int64_t i = 0; i < s.t; ++i) out[i] = std::tanh(a[i]) / (1.0f + std::exp(-b_row[i]));
+    }
+  });
+  return y;
+}
+
+}  // namespace monoflow::models

@@ -1,0 +1,147 @@
+// The CPU Winograd convolution (models/winograd_conv1d.h) against torch's conv1d, its gated
+// form against the WN gate, and the WN layer's CPU inference path (modules.h) against the
+// training path. Tolerance: 1e-5 of the output's largest magnitude. float32 rounds each of
+// the 8 transformed values and the 4 interpolated outputs; the transforms' entries reach 10
+// (BT) and 8 (AT), so their rounding grows to ~100 float32 epsilons (1.2e-5) in the worst
+// case and ~20 in practice: measured 2.3e-6 at the decoder's shape (192 -> 384 channels, 900
+// frames), against 1.0e-6 for torch's own float32 convolution (both against float64).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "models/modules.h"
+#include "models/winograd_conv1d.h"
+#include "models/wn_fused.h"
+
+namespace monoflow::models {
+namespace {
+
+constexpr double kTolerance = 1e-5;
+
+double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
+  const auto w = want.to(torch::kDouble);
+  return (got.to(torch::kDouble) - w).abs().max().item<double>() / w.abs().max().item<double>();
+}
+
+struct SimdOff {
+  SimdOff() { set_cpu_winograd_simd(false); }
+  ~SimdOff() { set_cpu_winograd_simd(true); }
+};
+
+void check_conv(int64_t batch, int64_t c_in, int64_t c_out, int64_t t) {
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({batch, c_in, t});
+  const auto w = torch::randn({c_out, c_in, 5}) / std::sqrt(5.0 * c_in);
+  const auto bias = torch::randn({c_out}) * 0.1;
+  const auto want = torch::conv1d(x.to(torch::kDouble), w.to(torch::kDouble), bias.to(torch::kDouble), 1, 2);
+  const auto u = winograd_weight(w);
+  const auto got = winograd_conv1d(x, u, bias);
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_LT(relative_error(got, want), kTolerance) << "B " << batch << " T " << t;
+  const auto gated = winograd_conv1d_gated(x, u, bias);
+  const auto gated_want = gated_activation_reference(want).to(torch::kFloat);
+  ASSERT_EQ(gated.sizes(), gated_want.sizes());
+  EXPECT_LT((gated - gated_want).abs().max().item<double>(), kTolerance) << "B " << batch << " T " << t;
+}
+
+TEST(WinogradConv1d, MatchesConv1dAtEveryTileRemainder) {
+  torch::manual_seed(1);
+  // T below one tile, at tile and lane-block edges, and the decoder's shape.
+  for (int64_t t : {1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 37}) check_conv(2, 24, 48, t);
+  check_conv(1, 192, 384, 900);
+  check_conv(3, 16, 36, 901);
+}
+
+TEST(WinogradConv1d, PortableLoopsMatchConv1d) {
+  torch::manual_seed(2);
+  const SimdOff simd_off;
+  for (int64_t t : {1, 5, 33, 100}) check_conv(2, 24, 48, t);
+}
+
+TEST(WinogradConv1d, WeightTransformIsExactOnAnImpulse) {
+  // A unit kernel tap k shifts the input by k - 2: conv of x with it is x moved, which the
+  // transforms give back to float rounding (the rows through the point at infinity: taps 0, 4).
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  const auto x = torch::randn({1, 1, 12});
+  for (int k = 0; k < 5; ++k) {
+    auto w = torch::zeros({6, 1, 5});
+    w.select(2, k).fill_(1.0f);
+    const auto got = winograd_conv1d(x, winograd_weight(w), {});
+    const auto want = torch::conv1d(x, w, {}, 1, 2);
+    EXPECT_LT(relative_error(got, want), kTolerance) << "tap " << k;
+  }
+}
+
+TEST(WinogradConv1d, AppliesOnlyToCpuFloatKernelFiveInference) {
+  const auto x = torch::randn({1, 4, 10});
+  const auto w = torch::randn({12, 4, 5});
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(winograd_applies(x, w, 2, 1));
+    EXPECT_FALSE(winograd_applies(x, w, 4, 2));                               // dilation 2
+    EXPECT_FALSE(winograd_applies(x, torch::randn({8, 4, 3}), 1, 1));         // kernel 3
+    EXPECT_FALSE(winograd_applies(x, torch::randn({10, 4, 5}), 2, 1));        // C_out not 6k
+    EXPECT_FALSE(winograd_applies(x.to(torch::kDouble), w.to(torch::kDouble), 2, 1));
+    set_cpu_winograd(false);
+    EXPECT_FALSE(winograd_applies(x, w, 2, 1));
+    set_cpu_winograd(true);
+  }
+  EXPECT_FALSE(winograd_applies(x, w, 2, 1));  // grad mode on: autograd needs torch's op
+}
+
+// The WN layer under no_grad (cached weights, Winograd, in-place sums) against the same layer
+// with grad mode on (torch's convolutions, the composite ops): with and without padding and
+// speaker conditioning, Winograd on and off.
+void check_wn(int64_t gin, const std::vector<int64_t>& lengths, bool winograd) {
+  torch::manual_seed(3);
+  const int64_t h = 24, t = 45, batch = static_cast<int64_t>(lengths.size());
+  WN wn(h, 5, 1, 4, gin, 0.05);
+  wn->eval();
+  for (auto& p : wn->parameters()) {
+    torch::NoGradGuard no_grad;
+    p.add_(torch::randn_like(p) * 0.1);  // res_skip and biases away from their initial values
+  }
+  auto mask = (torch::arange(t).unsqueeze(0) < torch::tensor(lengths).unsqueeze(1)).to(torch::kFloat).unsqueeze(1);
+  const auto x = torch::randn({batch, h, t}) * mask;
+  const auto g = gin ? torch::randn({batch, gin, 1}) : torch::Tensor();
+  const auto want = wn->forward(x, mask, g).detach();  // grad mode on: the training path
+  set_cpu_winograd(winograd);
+  torch::Tensor got;
+  {
+    torch::NoGradGuard no_grad;
+    got = wn->forward(x, mask, g);
+    got = wn->forward(x, mask, g);  // again, from the cached weights
+  }
+  set_cpu_winograd(true);
+  EXPECT_LT(relative_error(got, want), winograd ? kTolerance : 1e-6) << "gin " << gin << " winograd " << winograd;
+  EXPECT_TRUE(torch::equal(got * (1 - mask), torch::zeros_like(got)));  // padding stays zero
+}
+
+TEST(WinogradConv1d, WnInferencePathMatchesTrainingPath) {
+  for (bool winograd : {true, false}) {
+    check_wn(0, {45}, winograd);
+    check_wn(0, {45, 30, 7}, winograd);
+    check_wn(8, {45, 20}, winograd);
+  }
+}
+
+TEST(WinogradConv1d, CachedInferenceWeightFollowsTheParameters) {
+  WeightNormConv1d conv(4, 8, 5, 1, 2);
+  const auto x = torch::randn({1, 4, 20});
+  torch::NoGradGuard no_grad;
+  const auto before = conv->forward(x);
+  EXPECT_TRUE(conv->inference_weight().defined());
+  conv->weight_g.mul_(2.0);  // what an optimizer step or load_state_dict does: a new version
+  const auto after = conv->forward(x);
+  const auto bias = conv->bias.view({1, -1, 1});
+  EXPECT_LT((after - bias - 2 * (before - bias)).abs().max().item<double>(), 1e-5);
+  {
+    torch::AutoGradMode grad(true);
+    EXPECT_FALSE(conv->inference_weight().defined());  // training computes it each forward
+  }
+}
+
+}  // namespace
+}  // namespace monoflow::models
