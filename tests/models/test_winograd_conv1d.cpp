@@ -53,6 +53,28 @@ TEST(WinogradConv1d, MatchesConv1dAtEveryTileRemainder) {
   check_conv(3, 16, 36, 901);
 }
 
+// Results must not depend on the core count: the parallel loops split tiles and row blocks,
+// never a sum, so 1, 2, 3 and 7 intra-op threads give the same bits (a sum split over threads
+// would differ in the last bits between these counts).
+TEST(WinogradConv1d, ResultsAreTheSameBitsWhateverTheThreadCount) {
+  torch::manual_seed(3);
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({2, 192, 901});
+  const auto w = torch::randn({384, 192, 5}) / std::sqrt(5.0 * 192);
+  const auto bias = torch::randn({384}) * 0.1;
+  const auto u = winograd_weight(w);
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  const auto one = winograd_conv1d(x, u, bias);
+  const auto one_gated = winograd_conv1d_gated(x, u, bias);
+  for (const int n : {2, 3, 7}) {
+    torch::set_num_threads(n);
+    EXPECT_TRUE(torch::equal(winograd_conv1d(x, u, bias), one)) << n << " threads";
+    EXPECT_TRUE(torch::equal(winograd_conv1d_gated(x, u, bias), one_gated)) << n << " threads";
+  }
+  torch::set_num_threads(threads);
+}
+
 TEST(WinogradConv1d, PortableLoopsMatchConv1d) {
   torch::manual_seed(2);
   const SimdOff simd_off;
