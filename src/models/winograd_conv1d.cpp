@@ -241,44 +241,23 @@ MONOFLOW_AVX2 void gemm_avx2(const float* a, const float* b, int64_t k, int64_t 
     for (int64_t cb = 0; cb < col_blocks; ++cb) {
       const float* ap = ap0;
       const float* bp = b + cb * k * kCols;
-      __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
-             c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
-             c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps(), c40 = _mm256_setzero_ps(),
-             c41 = _mm256_setzero_ps(), c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+      // 12 accumulators, 6 rows x 2 vectors of 8 columns: the constant-bound loops unroll and
+      // the array stays in registers.
+      __m256 acc[kRows][2];
+      for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
       for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
         const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
-        __m256 av = _mm256_broadcast_ss(ap);
-        c00 = _mm256_fmadd_ps(av, b0, c00);
-        c01 = _mm256_fmadd_ps(av, b1, c01);
-        av = _mm256_broadcast_ss(ap + 1);
-        c10 = _mm256_fmadd_ps(av, b0, c10);
-        c11 = _mm256_fmadd_ps(av, b1, c11);
-        av = _mm256_broadcast_ss(ap + 2);
-        c20 = _mm256_fmadd_ps(av, b0, c20);
-        c21 = _mm256_fmadd_ps(av, b1, c21);
-        av = _mm256_broadcast_ss(ap + 3);
-        c30 = _mm256_fmadd_ps(av, b0, c30);
-        c31 = _mm256_fmadd_ps(av, b1, c31);
-        av = _mm256_broadcast_ss(ap + 4);
-        c40 = _mm256_fmadd_ps(av, b0, c40);
-        c41 = _mm256_fmadd_ps(av, b1, c41);
-        av = _mm256_broadcast_ss(ap + 5);
-        c50 = _mm256_fmadd_ps(av, b0, c50);
-        c51 = _mm256_fmadd_ps(av, b1, c51);
+        for (int r = 0; r < kRows; ++r) {
+          const __m256 av = _mm256_broadcast_ss(ap + r);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
       }
       float* cp = c + rb * kRows * ldc + cb * kCols;
-      _mm256_storeu_ps(cp, c00);
-      _mm256_storeu_ps(cp + 8, c01);
-      _mm256_storeu_ps(cp + ldc, c10);
-      _mm256_storeu_ps(cp + ldc + 8, c11);
-      _mm256_storeu_ps(cp + 2 * ldc, c20);
-      _mm256_storeu_ps(cp + 2 * ldc + 8, c21);
-      _mm256_storeu_ps(cp + 3 * ldc, c30);
-      _mm256_storeu_ps(cp + 3 * ldc + 8, c31);
-      _mm256_storeu_ps(cp + 4 * ldc, c40);
-      _mm256_storeu_ps(cp + 4 * ldc + 8, c41);
-      _mm256_storeu_ps(cp + 5 * ldc, c50);
-      _mm256_storeu_ps(cp + 5 * ldc + 8, c51);
+      for (int r = 0; r < kRows; ++r) {
+        _mm256_storeu_ps(cp + r * ldc, acc[r][0]);
+        _mm256_storeu_ps(cp + r * ldc + 8, acc[r][1]);
+      }
     }
   }
 }
