@@ -478,23 +478,31 @@ TEST_F(Synthesis, ABatchNamesTheTextThatFails) {
 // give the CPU's one-by-one results, noise included (it is drawn on the host). TF32 off: with
 // it, convolutions round to 10-bit mantissas; float32 on both sides differs only in the
 // kernels' summation order, and 1e-4 of the mel's range bounds that through twelve flows.
+// Every batch size says each list of texts in turn on one GPU Synthesizer, so that a later
+// list replays the graphs an earlier one recorded. Returns the CPU's results, list by list.
+std::vector<std::map<size_t, SynthesisResult>> expect_gpu_batches_equal_cpu(
+    SynthesisOptions o, const std::vector<std::vector<Utterance>>& lists, const std::vector<int>& batch_sizes) {
+  set_allow_tf32(false);
+  Synthesizer cpu(o);
+  std::vector<std::map<size_t, SynthesisResult>> one;
+  for (const auto& texts : lists) one.push_back(say_all(cpu, texts, 1));
+  o.device = "cuda";
+  Synthesizer gpu(o);
+  for (const int batch_size : batch_sizes) {
+    SCOPED_TRACE("batch size " + std::to_string(batch_size));
+    for (size_t l = 0; l < lists.size(); ++l) expect_same_results(say_all(gpu, lists[l], batch_size), one[l], lists[l], 1e-4);
+  }
+  set_allow_tf32(true);
+  return one;
+}
+
 TEST_F(Synthesis, BatchesOnTheGpuEqualTheCpuOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  set_allow_tf32(false);
   // Twelve texts in batches of 2: pairs of neighbouring lengths, some sharing a 64-frame
   // bucket, so that shapes come back and replay their graphs.
   std::vector<Utterance> texts = kBatchTexts;
   for (int i = 0; i < 5; ++i) texts.push_back({kBatchTexts[static_cast<size_t>(i)].text + " again", "u"});
-  auto o = options("");
-  Synthesizer cpu(o);
-  const auto one = say_all(cpu, texts, 1);
-  o.device = "cuda";
-  Synthesizer gpu(o);
-  for (const int batch_size : {2, 5, 2}) {
-    SCOPED_TRACE("batch size " + std::to_string(batch_size));
-    expect_same_results(say_all(gpu, texts, batch_size), one, texts, 1e-4);
-  }
-  set_allow_tf32(true);
+  expect_gpu_batches_equal_cpu(options(""), {texts}, {2, 5, 2});
 }
 
 // serve's batches on a GPU: each text its own speaker, the decoder replayed as a CUDA graph
@@ -504,7 +512,6 @@ TEST_F(Synthesis, BatchesOnTheGpuEqualTheCpuOneByOne) {
 // the speakers swapped, replayed from the same graphs, give each text the other speaker's mel.
 TEST_F(Synthesis, BatchesWithASpeakerPerTextOnTheGpuEqualTheCpuOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  set_allow_tf32(false);
   auto o = options("");
   o.checkpoint = tiny_checkpoint(*dir_, 3, /*perturbed=*/true);
   o.speaker = 0;  // every text names its own
@@ -514,23 +521,13 @@ TEST_F(Synthesis, BatchesWithASpeakerPerTextOnTheGpuEqualTheCpuOneByOne) {
   }
   std::vector<Utterance> rotated = texts;
   for (auto& u : rotated) u.speaker = (u.speaker + 1) % 3;
-  Synthesizer cpu(o);
-  const auto one = say_all(cpu, texts, 1);
-  const auto one_rotated = say_all(cpu, rotated, 1);
-  o.device = "cuda";
-  Synthesizer gpu(o);
-  for (const int batch_size : {2, 2, 4}) {
-    SCOPED_TRACE("batch size " + std::to_string(batch_size));
-    expect_same_results(say_all(gpu, texts, batch_size), one, texts, 1e-4);
-    expect_same_results(say_all(gpu, rotated, batch_size), one_rotated, rotated, 1e-4);
-  }
+  const auto one = expect_gpu_batches_equal_cpu(o, {texts, rotated}, {2, 2, 4});
   // The speaker reached every text: another speaker, another length or another mel.
   for (size_t k = 0; k < texts.size(); ++k) {
-    const auto& a = one.at(k).mel;
-    const auto& b = one_rotated.at(k).mel;
+    const auto& a = one[0].at(k).mel;
+    const auto& b = one[1].at(k).mel;
     EXPECT_TRUE(a.sizes() != b.sizes() || relative_difference(a, b) > 1e-2) << texts[k].text;
   }
-  set_allow_tf32(true);
 }
 
 TEST_F(Synthesis, TheToolWritesOneWavPerLineOfATextFile) {
