@@ -56,6 +56,12 @@ std::string frames_per_second(const train::Synthesizer& s) {
   return json_number(static_cast<double>(s.sample_rate()) / s.hop_length());
 }
 
+// The frame timing that /api/mel and /api/durations end with: ", \"frame_rate\": ..., ...".
+std::string frame_timing_fields(const train::Synthesizer& s) {
+  return ", \"frame_rate\": " + frames_per_second(s) + ", \"sample_rate\": " + std::to_string(s.sample_rate()) +
+         ", \"hop_length\": " + std::to_string(s.hop_length());
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -166,11 +172,15 @@ struct Server::Impl {
       res.set_content(j.str(), "application/json");
     });
 
-    const auto tts = [this](const httplib::Request& req, httplib::Response& res) {
-      if (auto reply = synthesize(req, res)) {
-        res.set_content(train::encode_wav16(reply->result.audio, reply->result.sample_rate), "audio/wav");
-      }
+    // A WAV of the request's text: Coqui's parameters, or MaryTTS's (`mary`).
+    const auto wav = [this](bool mary) {
+      return [this, mary](const httplib::Request& req, httplib::Response& res) {
+        if (auto reply = synthesize(req, res, mary)) {
+          res.set_content(train::encode_wav16(reply->result.audio, reply->result.sample_rate), "audio/wav");
+        }
+      };
     };
+    const auto tts = wav(/*mary=*/false);
     http.Get("/api/tts", tts);
     http.Post("/api/tts", tts);
 
@@ -186,11 +196,7 @@ struct Server::Impl {
       }
       res.set_content(voices, "text/plain");
     });
-    const auto process = [this](const httplib::Request& req, httplib::Response& res) {
-      if (auto reply = synthesize(req, res, /*mary=*/true)) {
-        res.set_content(train::encode_wav16(reply->result.audio, reply->result.sample_rate), "audio/wav");
-      }
-    };
+    const auto process = wav(/*mary=*/true);
     http.Get("/process", process);
     http.Post("/process", process);
 
@@ -202,9 +208,7 @@ struct Server::Impl {
       const float* v = m.data_ptr<float>();
       const int64_t n_mels = m.size(0), frames = m.size(1);
       std::string j = "{\"n_mels\": " + std::to_string(n_mels) + ", \"frames\": " + std::to_string(frames) +
-                      ", \"frame_rate\": " + frames_per_second(synthesizer) +
-                      ", \"sample_rate\": " + std::to_string(synthesizer.sample_rate()) +
-                      ", \"hop_length\": " + std::to_string(synthesizer.hop_length()) + ", \"mel\": [";
+                      frame_timing_fields(synthesizer) + ", \"mel\": [";
       j.reserve(j.size() + static_cast<size_t>(m.numel()) * 10);
       for (int64_t c = 0; c < n_mels; ++c) {
         j += c ? ",[" : "[";
@@ -232,9 +236,7 @@ struct Server::Impl {
       }
       res.set_content("{\"tokens\": [" + tokens + "], \"frames\": [" + counts +
                           "], \"total_frames\": " + std::to_string(r.mel.size(1)) +
-                          ", \"frame_rate\": " + frames_per_second(synthesizer) +
-                          ", \"sample_rate\": " + std::to_string(synthesizer.sample_rate()) +
-                          ", \"hop_length\": " + std::to_string(synthesizer.hop_length()) + "}\n",
+                          frame_timing_fields(synthesizer) + "}\n",
                       "application/json");
     };
     http.Get("/api/durations", durations);
