@@ -1,5 +1,11 @@
 #include "bench/bench_setup.h"
 
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <set>
+
+#include "align/mas_compare.h"
 #include "train/config/library_options.h"
 
 namespace monoflow::train {
@@ -9,6 +15,23 @@ models::GlowTTS bench_model(const BenchSetup& setup) {
   models::GlowTTS model(model_options(setup.config, setup.vocab));
   model->to(setup.device);
   return model;
+}
+
+void profile_calls(const std::string& path, int calls, const torch::Device& device, const char* scope,
+                   const std::function<void()>& run) {
+  namespace prof = torch::autograd::profiler;
+  using torch::profiler::impl::ActivityType;
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (device.is_cuda()) activities.insert(ActivityType::CUDA);
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  prof::prepareProfiler(config, activities);
+  prof::enableProfiler(config, activities);
+  for (int i = 0; i < calls; ++i) {
+    RECORD_USER_SCOPE(scope);
+    run();
+    align::synchronize(device);
+  }
+  prof::disableProfiler()->save(path);
 }
 
 }  // namespace monoflow::train

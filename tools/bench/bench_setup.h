@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "common/synthetic_batch.h"
 #include "models/glow_tts.h"
@@ -27,5 +29,12 @@ struct BenchSetup {
 // The benchmarked model: LibTorch's generator seeded with setup.seed, then the config's model
 // section for setup.vocab symbols, on setup.device (still in training mode).
 models::GlowTTS bench_model(const BenchSetup& setup);
+
+// Runs `run` `calls` times under the Kineto profiler (CPU ops, and CUDA activity on a GPU), each
+// call inside the user scope `scope` (scripts/profile_summary.py reads "monoflow_step",
+// scripts/profile_cpu_ops.py "monoflow_call") and synchronised, and writes the Chrome trace to
+// `path`.
+void profile_calls(const std::string& path, int calls, const torch::Device& device, const char* scope,
+                   const std::function<void()>& run);
 
 }  // namespace monoflow::train

@@ -1,13 +1,9 @@
 #include "bench/infer_bench.h"
 
-#include <ATen/record_function.h>
-#include <torch/csrc/autograd/profiler_kineto.h>
-
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "common/error.h"
@@ -91,20 +87,10 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
     row.frames = static_cast<int>(out.y.size(2));
   }
   if (!o.profile_path.empty()) {
-    namespace prof = torch::autograd::profiler;
-    using torch::profiler::impl::ActivityType;
-    std::set<ActivityType> activities{ActivityType::CPU};
-    if (s.device.is_cuda()) activities.insert(ActivityType::CUDA);
-    const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
-    prof::prepareProfiler(config, activities);
-    prof::enableProfiler(config, activities);
-    for (int i = 0; i < o.profiled_calls; ++i) {
-      RECORD_USER_SCOPE("monoflow_call");
-      const auto out = graphed ? graphed->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale)
-                               : model->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale);
-      align::synchronize(s.device);
-    }
-    prof::disableProfiler()->save(o.profile_path);
+    profile_calls(o.profile_path, o.profiled_calls, s.device, "monoflow_call", [&] {
+      graphed ? graphed->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale)
+              : model->infer(texts, texts_lengths, torch::Tensor(), o.noise_scale, row.length_scale);
+    });
   }
   row.ms = median(ms);
   row.ms_min = *std::min_element(ms.begin(), ms.end());

@@ -1,8 +1,6 @@
 #include "bench/step_bench.h"
 
-#include <ATen/record_function.h>
 #include <c10/core/CachingDeviceAllocator.h>
-#include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
 #include <chrono>
@@ -53,28 +51,6 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
   }
   return out;
 }
-
-namespace {
-
-// Runs `steps` calls of `run_step` under the Kineto profiler (CPU ops and CUDA activity) and
-// writes the Chrome trace to `path`.
-void profile_steps(const std::string& path, int steps, const torch::Device& device,
-                   const std::function<void()>& run_step) {
-  namespace prof = torch::autograd::profiler;
-  using torch::profiler::impl::ActivityType;
-  const std::set<ActivityType> activities{ActivityType::CPU, ActivityType::CUDA};
-  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
-  prof::prepareProfiler(config, activities);
-  prof::enableProfiler(config, activities);
-  for (int i = 0; i < steps; ++i) {
-    RECORD_USER_SCOPE("monoflow_step");
-    run_step();
-    align::synchronize(device);
-  }
-  prof::disableProfiler()->save(path);
-}
-
-}  // namespace
 
 StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& host_batches) {
@@ -170,7 +146,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     mas_ms.push_back(
         align::timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
-  if (!o.profile_path.empty()) profile_steps(o.profile_path, o.profiled_steps, s.device, [&] { run_step(); });
+  if (!o.profile_path.empty()) profile_calls(o.profile_path, o.profiled_steps, s.device, "monoflow_step", [&] { run_step(); });
   row.backend = align::backend_name(backend);
   row.precision = precision;
   row.mode = mode;
