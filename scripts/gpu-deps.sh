@@ -5,7 +5,7 @@
 # [".deps/root", ".deps/wheels"]). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -f .deps/wheels/pytest-*.whl ] 2>/dev/null; then
+if ! compgen -G ".deps/wheels/pytest-*.whl" > /dev/null; then
   python3 -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
     -d .deps/wheels pytest
 fi
