@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "common/error.h"
@@ -328,10 +330,48 @@ std::string checkpoint_run_id(const std::string& path) {
   return "";
 }
 
+namespace {
+
+// checkpoint_run_id by path, remembered while the file stays the same one (device, inode, size,
+// modification time): pruning after every save would otherwise open every checkpoint of the
+// folder each time, quadratic in a run that keeps many (~8 ms a file).
+std::string cached_run_id(const std::string& path) {
+  struct Known {
+    dev_t device;
+    ino_t inode;
+    off_t size;
+    int64_t mtime_ns;
+    std::string run_id;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Known> known;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = known.find(path);
+    if (it != known.end() && it->second.device == st.st_dev && it->second.inode == st.st_ino &&
+        it->second.size == st.st_size && it->second.mtime_ns == mtime_ns) {
+      return it->second.run_id;
+    }
+  }
+  std::string id = checkpoint_run_id(path);
+  std::lock_guard<std::mutex> lock(mutex);
+  known[path] = Known{st.st_dev, st.st_ino, st.st_size, mtime_ns, id};
+  return id;
+}
+
+}  // namespace
+
 void prune_checkpoints(const std::string& dir, int keep, const std::string& run_id) {
   std::vector<std::string> own;
-  for (const auto& path : list_checkpoints(dir)) {
-    if (!run_id.empty() && checkpoint_run_id(path) == run_id) own.push_back(path);
+  const auto all = list_checkpoints(dir);
+  // With no more checkpoints than `keep` in the folder, none of the run's can be over.
+  if (keep > 0 && all.size() > static_cast<size_t>(keep)) {
+    for (const auto& path : all) {
+      if (!run_id.empty() && cached_run_id(path) == run_id) own.push_back(path);
+    }
   }
   std::error_code ec;
   for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < own.size(); ++i) fs::remove(own[i], ec);
@@ -347,7 +387,23 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& run_
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const CheckpointState& state) {
+  write_checkpoint(path, checkpoint_contents(model, optimizer, state));
+}
+
+CheckpointContents checkpoint_contents(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                                       const CheckpointState& state) {
+  CheckpointContents c;
+  c.state = state;
+  c.model_signature = model_signature(model);
+  for (const auto& p : model.named_parameters(true)) c.parameters.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers(true)) c.buffers.emplace_back(b.key(), b.value());
+  c.write_optimizer = [&optimizer](torch::serialize::OutputArchive& a) { optimizer.save(a); };
+  return c;
+}
+
+void write_checkpoint(const std::string& path, const CheckpointContents& contents) {
   torch::NoGradGuard no_grad;
+  const CheckpointState& state = contents.state;
   torch::serialize::OutputArchive a;
   write_string(a, "format", kFormat);
   a.write("version", torch::tensor(kVersion), true);
@@ -357,17 +413,17 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   write_string(a, "scheduler", state.scheduler);
   write_string(a, "loader_position", state.loader_position);
   write_string(a, "config_yaml", state.config_yaml);
-  write_string(a, "model_signature", model_signature(model));
+  write_string(a, "model_signature", contents.model_signature);
   write_string(a, "run_id", state.run_id);
   write_string(a, "dataset", state.dataset);
 
   torch::serialize::OutputArchive weights;
-  for (const auto& p : model.named_parameters(true)) weights.write(p.key(), p.value());
-  for (const auto& b : model.named_buffers(true)) weights.write(b.key(), b.value(), true);
+  for (const auto& [name, t] : contents.parameters) weights.write(name, t);
+  for (const auto& [name, t] : contents.buffers) weights.write(name, t, true);
   a.write("model", weights);
 
   torch::serialize::OutputArchive opt;
-  optimizer.save(opt);
+  contents.write_optimizer(opt);
   a.write("optimizer", opt);
 
   torch::serialize::OutputArchive rng;

@@ -10,7 +10,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -47,6 +49,20 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& run_
 
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const CheckpointState& state);
+
+// What a checkpoint file holds, gathered: the model's tensors by name (parameters, then
+// buffers, in the model's order), its signature, and the writer of the optimizer's archive.
+// save_checkpoint gathers the live tensors; a snapshot (checkpoint_snapshot.h) host copies.
+struct CheckpointContents {
+  CheckpointState state;
+  std::string model_signature;  // "param|buffer NAME SHAPE" a line
+  std::vector<std::pair<std::string, torch::Tensor>> parameters, buffers;
+  std::function<void(torch::serialize::OutputArchive&)> write_optimizer;
+};
+CheckpointContents checkpoint_contents(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                                       const CheckpointState& state);
+// Serialises `contents` and writes it to `path` atomically (atomic_file.h).
+void write_checkpoint(const std::string& path, const CheckpointContents& contents);
 
 // A checkpoint whose bytes or structure are damaged (a record failing its CRC, a storage or
 // tensor outside its record, entries missing or unreadable, optimizer state that does not fit

@@ -401,6 +401,33 @@ TEST(Checkpoint, PruningTouchesOnlyItsOwnRunsCheckpoints) {
   EXPECT_EQ(new_run_id().size(), 16u);
 }
 
+// Pruning remembers which run each file belongs to, but not past the file: one replaced by
+// another run's checkpoint under the same name is read again.
+TEST(Checkpoint, PruningRereadsAFileReplacedUnderTheSameName) {
+  TempDir dir;
+  Tiny m;
+  torch::optim::Adam opt(m->parameters());
+  auto save = [&](int step, const std::string& run) {
+    CheckpointState s;
+    s.step = step;
+    s.run_id = run;
+    save_checkpoint(dir / checkpoint_filename(step), *m, opt, s);
+  };
+  save(1, "mine");
+  save(2, "mine");
+  save(3, "mine");
+  prune_checkpoints(dir.path(), 5, "mine");  // fewer than 5: nothing to read or delete
+  EXPECT_EQ(list_checkpoints(dir.path()).size(), 3u);
+  prune_checkpoints(dir.path(), 2, "mine");  // reads all three, deletes step 1
+  EXPECT_FALSE(fs::exists(dir / checkpoint_filename(1)));
+  save(2, "theirs");  // the same name, another run's file now
+  save(4, "mine");
+  prune_checkpoints(dir.path(), 1, "mine");
+  EXPECT_TRUE(fs::exists(dir / checkpoint_filename(2))) << "another run's file was deleted as ours";
+  EXPECT_FALSE(fs::exists(dir / checkpoint_filename(3)));
+  EXPECT_TRUE(fs::exists(dir / checkpoint_filename(4)));
+}
+
 // A model with a buffer that is a view at offset 5 of a 13-element storage, so that its
 // offset (K 5) and its storage's element count (K 13) are findable in the pickle.
 struct WindowedImpl : torch::nn::Module {
