@@ -6,7 +6,7 @@
 #
 # Which suites: the parsers and readers of files a user hands us, where a memory error would
 # hide: config (YAML), text (cleaners, tokenizer, CMUdict), data (manifests, audio, cache,
-# loader), checkpoint (our archives), interop (torch.save files, official checkpoints), common,
+# loader), checkpoint (our archives, and their writer thread), interop (torch.save files, official checkpoints), common,
 # and the six fuzzers. Not the trainer, models or align suites: they read no outside bytes,
 # and building the whole trainer sanitized would not fit CI's time on two cores.
 #
@@ -22,7 +22,7 @@ ROOT=$PWD
 BUILD_DIR=${MONOFLOW_SANITIZE_DIR:-$ROOT/build-sanitize}
 JOBS=${MONOFLOW_JOBS:-$(nproc)}
 FUZZ_SECONDS=${MONOFLOW_FUZZ_SECONDS:-15}
-SUITES=(test_common test_config test_text test_data test_checkpoint test_interop)
+SUITES=(test_common test_config test_text test_data test_checkpoint test_checkpoint_writer test_interop)
 FUZZERS=(fuzz_config fuzz_manifest fuzz_wav fuzz_text fuzz_checkpoint fuzz_torch_save)
 
 FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

@@ -12,6 +12,8 @@
 #include "models/glow_tts.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_snapshot.h"
+#include "train/checkpoint_writer.h"
 #include "train/config/options_map.h"
 #include "train/nonfinite.h"
 #include "train/resume.h"
@@ -66,6 +68,7 @@ class Trainer {
   void validate_now();
   CheckpointState checkpoint_state() const;
   void save(const std::string& why);
+  void note_written(const std::string& path);
   void save_rank_debug_copy();
 
   const Config& c_;
@@ -77,12 +80,14 @@ class Trainer {
   RunParts p_;
   fs::path dir_, ckpt_dir_;
   std::unique_ptr<TrainGraphs> graphs_;       // run.cuda_graphs on a GPU: the step as CUDA graphs
+  CheckpointWriter writer_;                   // rank 0's checkpoints, written beside the steps
+  std::string writing_why_;                   // why the checkpoint in writer_ was taken
   NonfiniteSteps nonfinite_{0, 0};
 
   int64_t step_ = 0;
   bool ddi_pending_ = false;
   ResumeChoice resume_;
-  std::string last_checkpoint_;
+  std::string last_checkpoint_;  // the newest on disk (rank 0: whose write has finished)
   std::string run_id_;  // this run's id, in its checkpoints: pruning deletes only those
   int64_t last_checkpoint_step_ = -1;
   int64_t last_validation_step_ = -1;
@@ -163,15 +168,26 @@ void Trainer::restore_or_initialise() {
 void Trainer::save(const std::string& why) {
   if (step_ == last_checkpoint_step_) return;
   const std::string path = (ckpt_dir_ / checkpoint_filename(step_)).string();
-  if (p_.main) {  // rank 0 writes it
-    if (graphs_) note_graph_status(graphs_->status());
-    p_.optimizer->sync_steps_from_device();
-    save_checkpoint(path, *p_.model, *p_.optimizer, checkpoint_state());
-    prune_checkpoints(ckpt_dir_.string(), c_.train.keep_checkpoints, run_id_);
-  }
-  last_checkpoint_ = path;
   last_checkpoint_step_ = step_;
-  say("checkpoint (" + why + "): " + path);
+  if (!p_.main) {  // rank 0 writes it
+    last_checkpoint_ = path;
+    return;
+  }
+  if (graphs_) note_graph_status(graphs_->status());
+  p_.optimizer->sync_steps_from_device();
+  note_written(writer_.wait());  // one write at a time
+  writing_why_ = why;
+  writer_.write(path, checkpoint_snapshot(*p_.model, *p_.optimizer, checkpoint_state()),
+                [dir = ckpt_dir_.string(), keep = c_.train.keep_checkpoints, id = run_id_] {
+                  prune_checkpoints(dir, keep, id);
+                });
+}
+
+// A checkpoint write has finished (path "" : none has): it is now the one to resume from.
+void Trainer::note_written(const std::string& path) {
+  if (path.empty()) return;
+  last_checkpoint_ = path;
+  say("checkpoint (" + writing_why_ + "): " + path);
 }
 
 // With run.cuda_graphs on a GPU (and a CUDA MAS backend), steps replay as CUDA graphs from here on.
@@ -319,6 +335,7 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
   if (c_.train.checkpoint_interval > 0 && step_ % c_.train.checkpoint_interval == 0) {
     save("every " + std::to_string(c_.train.checkpoint_interval) + " steps");
   }
+  if (p_.main) note_written(writer_.poll());
 }
 
 // The end of a run: the last validation and checkpoint, the ranks' rendezvous, the summary.
@@ -329,6 +346,7 @@ void Trainer::finish(RunSummary& summary) {
     validate_now();
   }
   if (step_ > 0) save(summary.stop_reason);
+  if (p_.main) note_written(writer_.wait());
   save_rank_debug_copy();
   p_.dist->barrier();  // the others end once rank 0's checkpoint is written
   log_->finish();

@@ -1,5 +1,6 @@
 // kill -9 at random moments of a tiny CPU training run, each followed by train --resume: no
-// checkpoint is ever corrupt, at most one checkpoint interval is lost, and the final weights
+// checkpoint is ever corrupt, at most two checkpoint intervals are lost (the newest checkpoint
+// may be in the background writer's hands, checkpoint_writer.h), and the final weights
 // and every step's losses equal those of an uninterrupted run, bit for bit (issue #13).
 // The moments are seeded: the seed is printed, and MONOFLOW_KILL_SEED=<seed> repeats the
 // choices (the kills themselves land where the running process happens to be).
@@ -157,12 +158,12 @@ TEST(KillResume, TenRandomKillsThenResumeTrainExactlyAsAnUninterruptedRun) {
     ::kill(pid, SIGKILL);
     const int status = wait_for(pid);
     const int64_t reached = logged_step(run_dir);
-    // No checkpoint is damaged, and the newest is at most one interval behind the last step.
+    // No checkpoint is damaged, and the newest is at most two intervals behind the last step.
     int64_t newest = 0;
     for (const auto& path : list_checkpoints(ckpt_dir)) {
       EXPECT_NO_THROW(newest = read_checkpoint_state(path).step) << "kill " << k << ": " << path;
     }
-    EXPECT_GE(newest, reached - kInterval) << "kill " << k;
+    EXPECT_GE(newest, reached - 2 * kInterval) << "kill " << k;
     std::cout << "kill " << k << ": " << (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? "killed" : "ended")
               << " at logged step " << reached << ", newest checkpoint " << newest << std::endl;
   }
