@@ -1,6 +1,9 @@
 #include "train/checkpoint_writer.h"
 
+#include <pthread.h>
+
 #include <chrono>
+#include <csignal>
 #include <iostream>
 
 namespace monoflow::train {
@@ -16,10 +19,24 @@ CheckpointWriter::~CheckpointWriter() {
 void CheckpointWriter::write(const std::string& path, CheckpointContents contents, std::function<void()> after) {
   wait();
   pending_path_ = path;
-  pending_ = std::async(std::launch::async, [path, contents = std::move(contents), after = std::move(after)] {
-    write_checkpoint(path, contents);
-    if (after) after();
-  });
+  // The writer thread starts with SIGINT and SIGTERM blocked (a thread inherits its creator's
+  // mask), so that they reach the loop, which polls for them (signals.h), and never interrupt
+  // the write's system calls.
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+  try {
+    pending_ = std::async(std::launch::async, [path, contents = std::move(contents), after = std::move(after)] {
+      write_checkpoint(path, contents);
+      if (after) after();
+    });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 std::string CheckpointWriter::poll() {

@@ -2,7 +2,8 @@
 // and goes on while it is serialised, written atomically and fsynced, and the run's old
 // checkpoints pruned, on a thread of its own. One write at a time: handing over the next
 // waits for the one before, so at most one snapshot is held in host memory. A write's error
-// surfaces on the loop at the next hand-over, poll or wait, as the same FileError.
+// surfaces on the loop at the next hand-over, poll or wait, as the same FileError. SIGINT and
+// SIGTERM are blocked on the writer's thread: they go to the loop, which polls for them.
 //
 // What a kill costs: the checkpoint being written may be lost with the steps after it, so a
 // kill -9 goes back at most two checkpoint intervals (one with synchronous writes). A stop by

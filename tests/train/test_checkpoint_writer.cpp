@@ -2,6 +2,9 @@
 // snapshot holds the state at the moment it was taken whatever later steps do, its file loads
 // to what save_checkpoint's does, and a failed background write surfaces on the caller.
 #include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <csignal>
 
 #include <filesystem>
 #include <fstream>
@@ -92,10 +95,19 @@ void snapshot_ignores_later_steps(const torch::Device& device) {
   step(m, opt, 7);
   {
     CheckpointWriter writer;
-    bool pruned = false;
-    writer.write(background, std::move(snapshot), [&] { pruned = fs::exists(background); });
+    bool pruned = false, stop_signals_blocked = false;
+    writer.write(background, std::move(snapshot), [&] {
+      pruned = fs::exists(background);
+      sigset_t mask;
+      pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+      stop_signals_blocked = sigismember(&mask, SIGINT) == 1 && sigismember(&mask, SIGTERM) == 1;
+    });
     EXPECT_EQ(writer.wait(), background);
     EXPECT_TRUE(pruned) << "`after` runs once the file is in place";
+    EXPECT_TRUE(stop_signals_blocked) << "SIGINT/SIGTERM must reach the loop, not the writer's thread";
+    sigset_t mask;
+    pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+    EXPECT_EQ(sigismember(&mask, SIGINT), 0) << "the caller's own mask is restored";
     EXPECT_EQ(writer.wait(), "") << "a finished write is reported once";
   }
   save_checkpoint(later, *m, opt, state_at(3));
