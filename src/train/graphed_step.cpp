@@ -1,5 +1,6 @@
 #include "train/graphed_step.h"
 
+#include <chrono>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -35,6 +36,9 @@ bool GraphedTrainStep::supported(const torch::Device& device, const StepOptions&
 namespace {
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // The decoder's k-wide convolutions, for BucketLengths.
 BucketLengthOptions decoder_conv_shape(const models::GlowTTSOptions& m, bool bf16) {
@@ -88,6 +92,7 @@ struct GraphedTrainStep::Impl {
   std::map<Shape, Entry> entries;
   Entry* last = nullptr;
   uint64_t clock = 0;
+  GraphRecording recording;
 
   // Device scalars outside the graphs' pool, read or written by every replay.
   torch::Tensor lr, step_number, flags, found_inf, loss_mle, loss_dur, grad_norm;
@@ -152,7 +157,13 @@ struct GraphedTrainStep::Impl {
 
   Shape shape_of(const data::Batch& b) {
     const int64_t batch = b.text.size(0), mel = round_up(b.mel.size(2), buckets.mel_multiple);
-    return {batch, round_up(b.text.size(1), buckets.text_multiple), lengths ? lengths->choose(batch, mel) : mel};
+    int64_t frames = mel;
+    if (lengths) {
+      const auto start = Clock::now();
+      frames = lengths->choose(batch, mel);  // measured once per (batch, mel), then looked up
+      recording.lengths_ms += ms_since(start);
+    }
+    return {batch, round_up(b.text.size(1), buckets.text_multiple), frames};
   }
 
   // With several ranks, all replay the same shape (the largest of theirs, a length that rank
@@ -246,7 +257,22 @@ struct GraphedTrainStep::Impl {
     gen.set_state(rng);
   }
 
-  void capture(Entry& e) { e.graph = record_graph(device, pool, [&] { warm_up(e); }, [&] { body(e); }); }
+  void capture(Entry& e) {
+    const auto start = Clock::now();
+    double warm_up_ms = 0;
+    e.graph = record_graph(
+        device, pool,
+        [&] {
+          const auto warm_start = Clock::now();
+          warm_up(e);
+          c10::cuda::getCurrentCUDAStream(device.index()).synchronize();  // its GPU time counts
+          warm_up_ms = ms_since(warm_start);
+        },
+        [&] { body(e); });
+    recording.warm_up_ms += warm_up_ms;
+    recording.capture_ms += ms_since(start) - warm_up_ms;  // record_graph ends with a device wait
+    ++recording.graphs;
+  }
 
   // The entry for h's padded shape with h uploaded into its inputs; a new shape is recorded.
   Entry& prepare(const data::Batch& h) {
@@ -370,6 +396,8 @@ GraphReadback GraphedTrainStep::finish_readback() { return impl_->finish_readbac
 
 size_t GraphedTrainStep::graphs() const { return impl_->entries.size(); }
 
+GraphRecording GraphedTrainStep::recording() const { return impl_->recording; }
+
 int GraphedTrainStep::gradient_buckets() const { return impl_->average ? impl_->average->buckets() : 0; }
 
 int GraphedTrainStep::buckets_started_in_backward() const {
@@ -390,6 +418,7 @@ GraphStatus GraphedTrainStep::status() { return {}; }
 void GraphedTrainStep::start_readback() {}
 GraphReadback GraphedTrainStep::finish_readback() { return {}; }
 size_t GraphedTrainStep::graphs() const { return 0; }
+GraphRecording GraphedTrainStep::recording() const { return {}; }
 int GraphedTrainStep::gradient_buckets() const { return 0; }
 int GraphedTrainStep::buckets_started_in_backward() const { return 0; }
 

@@ -68,6 +68,14 @@ struct GraphStatus {
   int64_t timeout_step = 0;         // first step whose cuda-fast hand-over timed out (0: none)
 };
 
+// What recording the graphs has cost so far, in host time (which waits for the GPU's part):
+// measuring bucket lengths (bucket_lengths.h), the warm-ups (where cuDNN searches algorithms for
+// each new convolution shape) and the captures. A fixed cost per shape, which a short run feels.
+struct GraphRecording {
+  int64_t graphs = 0;  // recorded (a dropped shape recorded again counts again)
+  double lengths_ms = 0, warm_up_ms = 0, capture_ms = 0;
+};
+
 // A step's losses (the ranks' mean), gradient norm and the status after it, on the host.
 struct GraphReadback {
   double loss_mle = 0, loss_dur = 0, grad_norm = 0;
@@ -99,6 +107,7 @@ class GraphedTrainStep {
   void start_readback();
   GraphReadback finish_readback();
   size_t graphs() const;
+  GraphRecording recording() const;
   // Several ranks: the gradient buckets, and how many of them the last recorded graph starts
   // during backward (all but the first, where backward fills them in order). 0 and 0 otherwise.
   int gradient_buckets() const;

@@ -1,6 +1,7 @@
 #include "train/train_graphs.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "common/error.h"
@@ -21,6 +22,19 @@ std::string TrainGraphs::description(int64_t n_sqz) const {
   return "CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets_.text_multiple) +
          " tokens, mel to " + std::to_string(buckets_.mel_multiple) + " frames, then up to " +
          std::to_string(most_extra_frames) + " more where cuDNN measures faster) is recorded once, then replayed";
+}
+
+std::string TrainGraphs::recording_summary() const {
+  const GraphRecording r = graphed_.recording();
+  const auto seconds = [](double ms) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000.0);
+    return std::string(buf);
+  };
+  return "CUDA graphs: " + std::to_string(r.graphs) + " batch shape(s) recorded in " +
+         seconds(r.lengths_ms + r.warm_up_ms + r.capture_ms) + " (bucket lengths measured " + seconds(r.lengths_ms) +
+         ", warm-ups with cuDNN's algorithm search " + seconds(r.warm_up_ms) + ", captures " + seconds(r.capture_ms) +
+         ")";
 }
 
 void TrainGraphs::start_readback(int64_t step, int64_t epoch) {

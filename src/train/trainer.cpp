@@ -341,6 +341,7 @@ void Trainer::after_step(const StepResult& r, const data::Batch& batch, const da
 // The end of a run: the last validation and checkpoint, the ranks' rendezvous, the summary.
 void Trainer::finish(RunSummary& summary) {
   finish_graph_log();
+  if (graphs_) say(graphs_->recording_summary());
   // A run that ends normally also leaves the validation pictures and audio of its last step.
   if (!summary.interrupted && step_ > 0 && c_.train.val_interval > 0 && last_validation_step_ != step_) {
     validate_now();

@@ -114,6 +114,11 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
     EXPECT_TRUE(torch::equal(g.out.durations.cpu(), e.out.durations.cpu())) << "step " << i + 1;
   }
   EXPECT_EQ(step.graphs(), 2u);
+  const GraphRecording rec = step.recording();
+  EXPECT_EQ(rec.graphs, 2);
+  EXPECT_GT(rec.lengths_ms, 0.0);
+  EXPECT_GT(rec.warm_up_ms, 0.0);
+  EXPECT_GT(rec.capture_ms, 0.0);
   // Adam turns each gradient into a step of about lr, even a near-zero one whose last bits
   // depend on summation order (cuDNN's split-K weight gradients): after three steps the
   // weights agree to a quarter of one step (1.0e-4 was exceeded by 1% on an H100).
@@ -212,6 +217,8 @@ TEST_F(GraphedStepCuda, OneGraphPerBucketAndTheOldestDropped) {
   step.step(batches[0], 1e-3, 4);
   const GraphStatus s = step.status();
   EXPECT_EQ(s.skipped, 0);
+  EXPECT_EQ(step.recording().graphs, 3) << "the first shape, dropped, was recorded again";
+  EXPECT_EQ(step.recording().lengths_ms, 0.0) << "no lengths measured when measured_lengths is off";
   for (const auto& p : graphed->parameters()) ASSERT_TRUE(torch::isfinite(p).all().item<bool>());
 }
 

@@ -280,7 +280,14 @@ TEST(TrainerGpu, GraphedStepsLogEveryIntervalAndStopNonFiniteRuns) {
     more.insert(more.end(), graphed.begin(), graphed.end());
     return more;
   };
-  run(testing::tiny_config(corpus(), dir / "log", 7, with({"train.log_interval=3"})));
+  const Config logged_config = testing::tiny_config(corpus(), dir / "log", 7, with({"train.log_interval=3"}));
+  RunOptions speaking;  // not quiet: the run's end says what recording the graphs cost
+  speaking.config_yaml = to_yaml(logged_config);
+  clear_stop_request();
+  ::testing::internal::CaptureStderr();
+  train(logged_config, speaking);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("batch shape(s) recorded in"), std::string::npos) << said;  // the end's summary
   const auto m = training_metrics(dir / "log");
   std::vector<int64_t> logged;
   for (const auto& [step, values] : m) {
