@@ -359,19 +359,29 @@ TEST(Checkpoint, KillDuringWriteLeavesThePreviousOneLoadable) {
   for (const auto& e : fs::directory_iterator(dir.path())) EXPECT_FALSE(is_temporary_file(e.path().filename().string()));
 }
 
+// Writes a small model's checkpoint of `step` into `dir`, with `run` as its run id.
+class RunCheckpoints {
+ public:
+  explicit RunCheckpoints(const TempDir& dir) : dir_(dir), opt_(model_->parameters()) {}
+  void operator()(int step, const std::string& run) const {
+    CheckpointState s;
+    s.step = step;
+    s.run_id = run;
+    save_checkpoint(dir_ / checkpoint_filename(step), *model_, opt_, s);
+  }
+
+ private:
+  const TempDir& dir_;
+  Tiny model_;
+  torch::optim::Adam opt_;
+};
+
 // Pruning deletes only the checkpoints its own run wrote: not another run's (copied in, or
 // the future a resume from an older checkpoint abandoned), not one without a run id (older
 // monoflow), not a file it cannot read, and never a foreign file in the folder.
 TEST(Checkpoint, PruningTouchesOnlyItsOwnRunsCheckpoints) {
   TempDir dir;
-  Tiny m;
-  torch::optim::Adam opt(m->parameters());
-  auto save = [&](int step, const std::string& run) {
-    CheckpointState s;
-    s.step = step;
-    s.run_id = run;
-    save_checkpoint(dir / checkpoint_filename(step), *m, opt, s);
-  };
+  const RunCheckpoints save(dir);
   save(1, "");          // no id: written before run ids
   save(2, "other-run");
   save(3, "mine");
@@ -405,14 +415,7 @@ TEST(Checkpoint, PruningTouchesOnlyItsOwnRunsCheckpoints) {
 // another run's checkpoint under the same name is read again.
 TEST(Checkpoint, PruningRereadsAFileReplacedUnderTheSameName) {
   TempDir dir;
-  Tiny m;
-  torch::optim::Adam opt(m->parameters());
-  auto save = [&](int step, const std::string& run) {
-    CheckpointState s;
-    s.step = step;
-    s.run_id = run;
-    save_checkpoint(dir / checkpoint_filename(step), *m, opt, s);
-  };
+  const RunCheckpoints save(dir);
   save(1, "mine");
   save(2, "mine");
   save(3, "mine");
