@@ -62,12 +62,14 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   // A weight computed elsewhere for the current forward (the decoder's batched weight norm on
   // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
   void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
-  // CPU inference (grad mode off, CPU weights): the effective weight, and for kernel-5 layers its
-  // Winograd transform (winograd_conv1d.h), computed once while weight_v and weight_g keep their
-  // storage and version (load_state_dict and optimizer steps bump the version). Undefined
-  // where they do not apply: a GPU, grad mode on.
+  // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
+  // Winograd transform and for 1x1 layers with a multiple of 6 outputs its packed rows
+  // (winograd_conv1d.h), computed once while weight_v and weight_g keep their storage and
+  // version (load_state_dict and optimizer steps bump the version). Undefined where they do not
+  // apply: a GPU, grad mode on, another kernel size.
   torch::Tensor inference_weight();
   torch::Tensor inference_winograd_weight();
+  torch::Tensor inference_rows_weight();
   int64_t dilation() const { return dilation_; }
   int64_t padding() const { return padding_; }
   torch::Tensor bias, weight_g, weight_v;
@@ -76,7 +78,7 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   bool inference_cache_valid() const;
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
-  torch::Tensor cached_weight_, cached_winograd_;
+  torch::Tensor cached_weight_, cached_winograd_, cached_rows_;
   const void* cached_of_[2] = {nullptr, nullptr};
   uint32_t cached_version_[2] = {0, 0};
 };
