@@ -188,13 +188,15 @@ void output_transform_generic(const Transforms& tr, const float* m, int64_t poin
   }
 }
 
-// Where row `row` of the res_skip product r goes in one batch item: the residual's rows first,
-// then the skip's (only the skip where there is no residual).
+// Where row `row` of the res_skip product r goes in one batch item: the residual's h rows first,
+// then the skip's (only the skip where there is no residual); nowhere for the rows that pad the
+// weight to a multiple of 6 (nullptr).
 struct RowTargets {
   float* residual;  // nullptr: every row is the skip's
   float* skip;
-  int64_t h, t;
+  int64_t h, t, rows;
   float* row(int64_t r) const {
+    if (r >= rows) return nullptr;
     if (!residual) return skip + r * t;
     return r < h ? residual + r * t : skip + (r - h) * t;
   }
@@ -241,7 +243,9 @@ void rows_block_generic(const float* w, const float* packed, int64_t k, int64_t 
       const int64_t n = std::min<int64_t>(kCols, valid - cb * kCols);
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = rb * kRows + r;
-        float* dst = rt.row(row) + f0 + cb * kCols;
+        float* dst = rt.row(row);
+        if (!dst) continue;
+        dst += f0 + cb * kCols;
         for (int64_t j = 0; j < n; ++j) dst[j] += acc[r][j] + bias[row];
       }
     }
@@ -445,7 +449,9 @@ MONOFLOW_AVX2 void rows_block_avx2(const float* w, const float* packed, int64_t 
       const int64_t n = std::min<int64_t>(kCols, valid - cb * kCols);
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = rb * kRows + r;
-        float* dst = rt.row(row) + f0 + cb * kCols;
+        float* dst = rt.row(row);
+        if (!dst) continue;
+        dst += f0 + cb * kCols;
         const __m256 bv = _mm256_set1_ps(bias[row]);
         const __m256 v0 = _mm256_add_ps(_mm256_load_ps(out[r]), bv), v1 = _mm256_add_ps(_mm256_load_ps(out[r] + 8), bv);
         if (n == kCols) {
@@ -615,11 +621,12 @@ torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor&
 }
 
 torch::Tensor winograd_rows_weight(const torch::Tensor& weight) {
-  TORCH_CHECK((weight.dim() == 2 || (weight.dim() == 3 && weight.size(2) == 1)) && weight.size(0) % kRows == 0,
-              "winograd_rows_weight: expected [R, C] or [R, C, 1] with R a multiple of ", kRows, ", got ",
-              weight.sizes());
-  const int64_t rows = weight.size(0), c = weight.size(1);
-  return weight.detach().to(torch::kCPU, torch::kFloat).reshape({rows / kRows, kRows, c}).transpose(1, 2).contiguous();
+  TORCH_CHECK(weight.dim() == 2 || (weight.dim() == 3 && weight.size(2) == 1),
+              "winograd_rows_weight: expected [R, C] or [R, C, 1], got ", weight.sizes());
+  const int64_t rows = weight.size(0), c = weight.size(1), padded = (rows + kRows - 1) / kRows * kRows;
+  auto w = torch::zeros({padded, c}, torch::kFloat);
+  w.slice(0, 0, rows).copy_(weight.detach().reshape({rows, c}));
+  return w.reshape({padded / kRows, kRows, c}).transpose(1, 2).contiguous();
 }
 
 void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias,
@@ -627,19 +634,19 @@ void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const tor
                        torch::Tensor skip) {
   const Shape s = shape_of(x, u);
   const int64_t h = s.c_out / 2;
-  TORCH_CHECK(rs_weight.dim() == 3 && rs_weight.size(1) == h && rs_weight.size(2) == kRows,
-              "winograd_wn_layer: res_skip weight ", rs_weight.sizes(), " is not winograd_rows_weight of [R, ", h,
-              "]");
-  const int64_t rows = rs_weight.size(0) * kRows;
-  TORCH_CHECK(rows == s.c_out || rows == h, "winograd_wn_layer: res_skip has ", rows, " rows, expected ", s.c_out,
-              " or ", h);
-  const bool has_residual = rows == s.c_out;
-  const std::vector<int64_t> target{s.batch, h, s.t};
-  TORCH_CHECK(skip.sizes() == target && skip.is_contiguous() && skip.scalar_type() == torch::kFloat,
-              "winograd_wn_layer: skip must be contiguous float32 ", target, ", got ", skip.sizes());
-  TORCH_CHECK(!has_residual || (residual.sizes() == target && residual.is_contiguous() &&
+  const bool has_residual = residual.defined();
+  const std::vector<int64_t> residual_shape{s.batch, h, s.t};
+  TORCH_CHECK(skip.dim() == 3 && skip.size(0) == s.batch && skip.size(2) == s.t && skip.is_contiguous() &&
+                  skip.scalar_type() == torch::kFloat,
+              "winograd_wn_layer: skip must be contiguous float32 [", s.batch, ", S, ", s.t, "], got ", skip.sizes());
+  TORCH_CHECK(!has_residual || (residual.sizes() == residual_shape && residual.is_contiguous() &&
                                 residual.scalar_type() == torch::kFloat),
-              "winograd_wn_layer: residual must be contiguous float32 ", target);
+              "winograd_wn_layer: residual must be contiguous float32 [", s.batch, ", ", h, ", ", s.t, "]");
+  const int64_t rows = (has_residual ? h : 0) + skip.size(1);
+  TORCH_CHECK(rs_weight.dim() == 3 && rs_weight.size(1) == h && rs_weight.size(2) == kRows &&
+                  rs_weight.size(0) == (rows + kRows - 1) / kRows,
+              "winograd_wn_layer: res_skip weight ", rs_weight.sizes(), " is not winograd_rows_weight of [", rows,
+              " rounded up to 6k, ", h, "]");
   TORCH_CHECK(rs_bias.numel() == rows, "winograd_wn_layer: res_skip bias has ", rs_bias.numel(), " values, expected ",
               rows);
   const auto m = products(x, u, s);  // reads all of x: the residual may be x itself
@@ -663,17 +670,17 @@ void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const tor
       const int64_t b = item / blocks, j = item % blocks;
       const int64_t f0 = j * kBlockFrames, col0 = b * s.tiles_padded + j * kBlockTiles;
       const int64_t valid = std::min<int64_t>(kBlockFrames, s.t - f0);
-      const RowTargets rt{res_p ? res_p + b * h * s.t : nullptr, skip_p + b * h * s.t, h, s.t};
+      const RowTargets rt{res_p ? res_p + b * h * s.t : nullptr, skip_p + b * skip.size(1) * s.t, h, s.t, rows};
 #ifdef MONOFLOW_WINOGRAD_X86
       if (avx2) {
         gated_block_avx2(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
-        rows_block_avx2(wp, packed.data(), h, rows, rbp, rt, f0, valid);
+        rows_block_avx2(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
         continue;
       }
 #endif
       (void)avx2;
       gated_block_generic(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
-      rows_block_generic(wp, packed.data(), h, rows, rbp, rt, f0, valid);
+      rows_block_generic(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
     }
   });
 }

@@ -150,7 +150,11 @@ TEST(WinogradConv1d, RowsWeightPacksSixRowsAtATime) {
   ASSERT_EQ(p.sizes(), (std::vector<int64_t>{2, 2, 6}));
   EXPECT_EQ(p[1][0][2].item<float>(), w[8][0].item<float>());  // block 1, column 0, row 6 + 2
   EXPECT_EQ(p[0][1][5].item<float>(), w[5][1].item<float>());
-  EXPECT_THROW(winograd_rows_weight(torch::zeros({10, 2})), c10::Error);  // not 6k rows
+  const auto padded = winograd_rows_weight(torch::ones({10, 2}));  // rows 10 and 11: zeros
+  ASSERT_EQ(padded.sizes(), (std::vector<int64_t>{2, 2, 6}));
+  EXPECT_EQ(padded[1][1][3].item<float>(), 1.0f);
+  EXPECT_EQ(padded[1][1][4].item<float>(), 0.0f);
+  EXPECT_EQ(padded[1][0][5].item<float>(), 0.0f);
 }
 
 TEST(WinogradConv1d, WeightTransformIsExactOnAnImpulse) {
@@ -218,6 +222,44 @@ TEST(WinogradConv1d, WnInferencePathMatchesTrainingPath) {
     check_wn(0, {45}, winograd);
     check_wn(0, {45, 30, 7}, winograd);
     check_wn(8, {45, 20}, winograd);
+  }
+}
+
+// WN with a 1x1 projection (the coupling's end) folded into its skip weights under no_grad,
+// against the training path's WN then conv1d: P = 10 outputs (padded rows), with and without
+// padding; then again after the projection and a res_skip weight change in place (the folded
+// weights follow).
+TEST(WinogradConv1d, ProjectedWnMatchesWnThenConv1d) {
+  torch::manual_seed(8);
+  const int64_t h = 24, t = 45, p = 10;
+  WN wn(h, 5, 1, 4, 0, 0.0);
+  wn->eval();
+  for (auto& param : wn->parameters()) {
+    torch::NoGradGuard no_grad;
+    param.add_(torch::randn_like(param) * 0.1);
+  }
+  auto proj = torch::randn({p, h, 1}) / std::sqrt(1.0 * h);
+  const auto proj_bias = torch::randn({p}) * 0.1;
+  for (const std::vector<int64_t>& lengths : {std::vector<int64_t>{45}, std::vector<int64_t>{45, 30, 7}}) {
+    const int64_t batch = static_cast<int64_t>(lengths.size());
+    auto mask = (torch::arange(t).unsqueeze(0) < torch::tensor(lengths).unsqueeze(1)).to(torch::kFloat).unsqueeze(1);
+    const auto x = torch::randn({batch, h, t}) * mask;
+    for (int round = 0; round < 2; ++round) {
+      const auto want = torch::conv1d(wn->forward(x, mask), proj, proj_bias).detach();
+      torch::Tensor got;
+      {
+        torch::NoGradGuard no_grad;
+        got = wn->forward_projected(x, mask, {}, proj, proj_bias);
+        got = wn->forward_projected(x, mask, {}, proj, proj_bias);  // from the cached weights
+        if (round == 0) {
+          proj.mul_(-0.5);
+          for (auto& param : wn->named_parameters()) {
+            if (param.key() == "res_skip_layers.1.weight_g") param.value().mul_(2.0);
+          }
+        }
+      }
+      EXPECT_LT(relative_error(got, want), kTolerance) << "B " << batch << " round " << round;
+    }
   }
 }
 
