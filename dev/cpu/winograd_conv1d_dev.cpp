@@ -1,6 +1,7 @@
 // Micro-benchmark of the CPU Winograd convolution (src/models/winograd_conv1d.h) at the WN
 // in_layer's shape against torch's conv1d (oneDNN) and gated unit, and the parts of the fast
-// path: the batched product alone, and the transforms (the rest). Checks the result first.
+// path: the batched product alone, and the transforms (the rest); then the whole WN layer
+// step (gate and res_skip) as separate products and as winograd_wn_layer. Checks results first.
 //   winograd_conv1d_dev [--frames 900] [--channels 192] [--reps 50]
 #include <torch/torch.h>
 
@@ -70,6 +71,34 @@ int main(int argc, char** argv) {
   const double t_wino_gate = median_ms(reps, [&] { winograd_conv1d_gated(x, u, bias); });
   const auto u_rows = torch::randn({8, 2 * channels, channels});
   const double t_bmm = median_ms(reps, [&] { torch::bmm(u_rows, v); });
+  // The whole WN layer after the in_layer: gate, then res_skip [2C, C] added to the residual
+  // and the skip, as two addmm_ (the path before winograd_wn_layer) and fused.
+  const auto w_rs = torch::randn({2 * channels, channels}) / std::sqrt(1.0 * channels);
+  const auto b_rs = torch::randn({2 * channels}) * 0.1;
+  const auto rows = winograd_rows_weight(w_rs);
+  auto residual = x.clone(), skip = torch::zeros_like(x);
+  const auto separate = [&] {
+    const auto acts = winograd_conv1d_gated(x, u, bias).select(0, 0);
+    residual.select(0, 0).addmm_(w_rs.slice(0, 0, channels), acts);
+    skip.select(0, 0).addmm_(w_rs.slice(0, channels, 2 * channels), acts);
+    residual.add_(b_rs.slice(0, 0, channels).view({1, -1, 1}));
+    skip.add_(b_rs.slice(0, channels, 2 * channels).view({1, -1, 1}));
+  };
+  const auto fused = [&] { winograd_wn_layer(x, u, bias, rows, b_rs, residual, skip); };
+  {
+    const auto r = torch::matmul(w_rs.to(torch::kDouble),
+                                 gated_activation_reference(ref).select(0, 0)) + b_rs.to(torch::kDouble).view({-1, 1});
+    residual = x.clone();
+    skip.zero_();
+    fused();
+    const auto rw = x.select(0, 0).to(torch::kDouble) + r.slice(0, 0, channels);
+    const auto sw = r.slice(0, channels, 2 * channels);
+    std::printf("winograd_wn_layer: max |error| / max |y| against float64: residual %.2e, skip %.2e\n",
+                (residual.select(0, 0) - rw).abs().max().item<double>() / rw.abs().max().item<double>(),
+                (skip.select(0, 0) - sw).abs().max().item<double>() / sw.abs().max().item<double>());
+  }
+  const double t_separate = median_ms(reps, separate);
+  const double t_fused = median_ms(reps, fused);
   std::printf("%-34s %8s %12s\n", "", "ms", "GFLOP/s(dir)");
   std::printf("%-34s %8.3f %12.1f\n", "torch conv1d (oneDNN)", t_conv, gflop / t_conv * 1e3);
   std::printf("%-34s %8.3f %12.1f\n", "torch conv1d + gate", t_conv_gate, gflop / t_conv_gate * 1e3);
@@ -77,5 +106,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %8.3f %12.1f\n", "winograd_conv1d_gated", t_wino_gate, gflop / t_wino_gate * 1e3);
   std::printf("%-34s %8.3f %12.1f (actual GFLOP/s)\n", "  torch::bmm of the same product", t_bmm,
               2.0 * 8 * 2 * channels * channels * tiles / 1e9 / t_bmm * 1e3);
+  const double gflop_layer = gflop + 2.0 * 2 * channels * channels * frames / 1e9;
+  std::printf("%-34s %8.3f %12.1f\n", "gated + res_skip by addmm_", t_separate, gflop_layer / t_separate * 1e3);
+  std::printf("%-34s %8.3f %12.1f\n", "winograd_wn_layer (fused)", t_fused, gflop_layer / t_fused * 1e3);
   return 0;
 }

@@ -127,6 +127,7 @@ torch::Tensor WeightNormConv1dImpl::inference_weight() {
   if (!cached_weight_.defined() || !inference_cache_valid()) {
     cached_weight_ = torch::_weight_norm(weight_v, weight_g, 0);
     cached_winograd_ = torch::Tensor();
+    cached_rows_ = torch::Tensor();
     cached_of_[0] = weight_v.data_ptr();
     cached_of_[1] = weight_g.data_ptr();
     cached_version_[0] = weight_v._version();
@@ -140,6 +141,13 @@ torch::Tensor WeightNormConv1dImpl::inference_winograd_weight() {
   if (!w.defined() || w.size(2) != 5) return {};
   if (!cached_winograd_.defined()) cached_winograd_ = winograd_weight(w);
   return cached_winograd_;
+}
+
+torch::Tensor WeightNormConv1dImpl::inference_rows_weight() {
+  const auto w = inference_weight();
+  if (!w.defined() || w.size(2) != 1) return {};
+  if (!cached_rows_.defined()) cached_rows_ = winograd_rows_weight(w);
+  return cached_rows_;
 }
 
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
@@ -190,10 +198,18 @@ torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const tor
   for (int64_t i = 0; i < n_layers_; ++i) {
     auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
     auto& res_skip_layer = *res_skip_layers[i]->as<WeightNormConv1d>();
+    const bool last = i == n_layers_ - 1;
     torch::Tensor acts;
     const auto u = winograd_applies(x, in_layer.inference_weight(), in_layer.padding(), in_layer.dilation())
                        ? in_layer.inference_winograd_weight()
                        : torch::Tensor();
+    const auto rows = u.defined() && !g.defined() ? res_skip_layer.inference_rows_weight() : torch::Tensor();
+    if (rows.defined()) {
+      // The gate and the res_skip product in one pass, 32 frames at a time, added in place.
+      winograd_wn_layer(x, u, in_layer.bias, rows, res_skip_layer.bias, last ? torch::Tensor() : x, output);
+      if (!last && masked) x.mul_(x_mask);
+      continue;
+    }
     if (u.defined() && !g.defined()) {
       acts = winograd_conv1d_gated(x, u, in_layer.bias);
     } else {
@@ -203,7 +219,6 @@ torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const tor
     }
     // The 1x1 res_skip convolution as products added in place: x += W_res acts, output +=
     // W_skip acts (the last layer has only the skip half), then the biases.
-    const bool last = i == n_layers_ - 1;
     const auto w = res_skip_layer.inference_weight().squeeze(2);
     for (int64_t b = 0; b < batch; ++b) {
       const auto a = acts.select(0, b);
@@ -224,6 +239,68 @@ torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const tor
   }
   if (masked) output.mul_(x_mask);
   return output;
+}
+
+const std::vector<torch::Tensor>& WNImpl::folded_res_skip(const torch::Tensor& proj_weight) {
+  std::vector<torch::Tensor> from;
+  for (int64_t i = 0; i < n_layers_; ++i) from.push_back(res_skip_layers[i]->as<WeightNormConv1d>()->inference_weight());
+  bool valid = folded_proj_ == proj_weight.data_ptr() && folded_proj_version_ == proj_weight._version() &&
+               folded_from_.size() == from.size();
+  for (size_t i = 0; valid && i < from.size(); ++i) valid = folded_from_[i].is_same(from[i]);
+  if (valid) return folded_weight_;
+  const int64_t h = hidden_channels_;
+  const auto p = proj_weight.detach().squeeze(2).to(torch::kDouble);
+  folded_weight_.clear();
+  folded_bias_.clear();
+  for (int64_t i = 0; i < n_layers_; ++i) {
+    const auto& rs = *res_skip_layers[i]->as<WeightNormConv1d>();
+    const auto w = from[i].squeeze(2).to(torch::kDouble);
+    const auto b = rs.bias.detach().to(torch::kDouble);
+    const bool last = i == n_layers_ - 1;
+    // rows: the residual's h (all but the last layer), then P W_skip
+    const auto w_skip = last ? w : w.slice(0, h, 2 * h);
+    const auto b_skip = last ? b : b.slice(0, h, 2 * h);
+    auto wf = torch::matmul(p, w_skip), bf = torch::matmul(p, b_skip);
+    if (!last) {
+      wf = torch::cat({w.slice(0, 0, h), wf});
+      bf = torch::cat({b.slice(0, 0, h), bf});
+    }
+    folded_weight_.push_back(winograd_rows_weight(wf.to(torch::kFloat)));
+    folded_bias_.push_back(bf.to(torch::kFloat));
+  }
+  folded_from_ = std::move(from);
+  folded_proj_ = proj_weight.data_ptr();
+  folded_proj_version_ = proj_weight._version();
+  return folded_weight_;
+}
+
+torch::Tensor WNImpl::forward_projected(const torch::Tensor& x_in, const torch::Tensor& x_mask_in,
+                                        const torch::Tensor& g, const torch::Tensor& proj_weight,
+                                        const torch::Tensor& proj_bias) {
+  bool fold = cpu_inference_applies(x_in) && !g.defined() && proj_weight.dim() == 3 && proj_weight.size(2) == 1 &&
+              proj_weight.device().is_cpu() && proj_weight.scalar_type() == torch::kFloat;
+  std::vector<torch::Tensor> u;
+  for (int64_t i = 0; fold && i < n_layers_; ++i) {
+    auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
+    fold = winograd_applies(x_in, in_layer.inference_weight(), in_layer.padding(), in_layer.dilation());
+    if (fold) u.push_back(in_layer.inference_winograd_weight());
+  }
+  if (!fold) return conv_over_time(forward(x_in, x_mask_in, g), proj_weight, proj_bias);
+  const auto& weights = folded_res_skip(proj_weight);
+  const torch::Tensor x_mask = x_mask_in.contiguous();
+  const bool masked = x_mask.numel() > 0 && x_mask.min().item<float>() != 1.0f;  // as forward_cpu_inference
+  auto x = x_in.contiguous().clone();  // updated in place
+  auto out = torch::zeros({x.size(0), proj_weight.size(0), x.size(2)}, x.options());
+  for (int64_t i = 0; i < n_layers_; ++i) {
+    const bool last = i == n_layers_ - 1;
+    winograd_wn_layer(x, u[i], in_layers[i]->as<WeightNormConv1d>()->bias, weights[i], folded_bias_[i],
+                      last ? torch::Tensor() : x, out);
+    if (!last && masked) x.mul_(x_mask);
+  }
+  // WN masks its output before the projection, whose bias is not masked.
+  if (masked) out.mul_(x_mask);
+  if (proj_bias.defined()) out.add_(proj_bias.view({1, -1, 1}));
+  return out;
 }
 
 torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, const torch::Tensor& g_in) {
@@ -388,15 +465,19 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   const auto time_rows = to_time_rows(x_0);
   const auto mask = time_rows.dim() == 4 ? x_mask.unsqueeze(2) : x_mask;
   auto h = start->forward(time_rows) * mask;
-  h = wn->forward(h, mask, g);
-  // The affine transform with the end convolution's bias as one kernel each way, where it
-  // applies (a GPU, the channels-last network, no sigmoid scale); the official ops otherwise.
-  if (!reverse && !sigmoid_scale_ && h.dim() == 4) {
-    auto out = conv_over_time(h, end->weight, {}).squeeze(2);
-    return coupling_affine(x, out, end->bias, x_mask);
+  torch::Tensor out;
+  if (h.dim() == 3) {
+    out = wn->forward_projected(h, mask, g, end->weight, end->bias);  // wn then end, or folded
+  } else {
+    h = wn->forward(h, mask, g);
+    // The affine transform with the end convolution's bias as one kernel each way, where it
+    // applies (a GPU, the channels-last network, no sigmoid scale); the official ops otherwise.
+    if (!reverse && !sigmoid_scale_) {
+      out = conv_over_time(h, end->weight, {}).squeeze(2);
+      return coupling_affine(x, out, end->bias, x_mask);
+    }
+    out = conv_over_time(h, end->weight, end->bias).squeeze(2);
   }
-  auto out = conv_over_time(h, end->weight, end->bias);
-  if (out.dim() == 4) out = out.squeeze(2);
   const auto m_and_logs = out.split(half, 1);
   const auto& m = m_and_logs[0];
   auto logs = m_and_logs[1];

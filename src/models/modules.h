@@ -62,12 +62,14 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   // A weight computed elsewhere for the current forward (the decoder's batched weight norm on
   // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
   void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
-  // CPU inference (grad mode off, CPU weights): the effective weight, and for kernel-5 layers its
-  // Winograd transform (winograd_conv1d.h), computed once while weight_v and weight_g keep their
-  // storage and version (load_state_dict and optimizer steps bump the version). Undefined
-  // where they do not apply: a GPU, grad mode on.
+  // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
+  // Winograd transform and for 1x1 layers with a multiple of 6 outputs its packed rows
+  // (winograd_conv1d.h), computed once while weight_v and weight_g keep their storage and
+  // version (load_state_dict and optimizer steps bump the version). Undefined where they do not
+  // apply: a GPU, grad mode on, another kernel size.
   torch::Tensor inference_weight();
   torch::Tensor inference_winograd_weight();
+  torch::Tensor inference_rows_weight();
   int64_t dilation() const { return dilation_; }
   int64_t padding() const { return padding_; }
   torch::Tensor bias, weight_g, weight_v;
@@ -76,7 +78,7 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   bool inference_cache_valid() const;
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
-  torch::Tensor cached_weight_, cached_winograd_;
+  torch::Tensor cached_weight_, cached_winograd_, cached_rows_;
   const void* cached_of_[2] = {nullptr, nullptr};
   uint32_t cached_version_[2] = {0, 0};
 };
@@ -89,6 +91,12 @@ class WNImpl : public torch::nn::Module {
   WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
          int64_t gin_channels = 0, double p_dropout = 0.0);
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {});
+  // A 1x1 convolution [P, hidden, 1] (+ bias [P]) of forward's output: the coupling's end. In
+  // CPU no-grad inference without speaker conditioning, where every in_layer runs by Winograd,
+  // the projection is folded into each layer's skip weights (P W_skip, cached in float64 then
+  // rounded): the skip sum is P channels wide and there is no separate product.
+  torch::Tensor forward_projected(const torch::Tensor& x, const torch::Tensor& x_mask, const torch::Tensor& g,
+                                  const torch::Tensor& proj_weight, const torch::Tensor& proj_bias);
 
  private:
   // Grad mode off, CPU, float32: cached weights, the in_layers by winograd_conv1d.h where it
@@ -96,6 +104,13 @@ class WNImpl : public torch::nn::Module {
   // res_skip temporaries), and the mask products skipped where the mask is all ones.
   bool cpu_inference_applies(const torch::Tensor& x) const;
   torch::Tensor forward_cpu_inference(const torch::Tensor& x, const torch::Tensor& x_mask, const torch::Tensor& g);
+  // The res_skip weights with the projection folded in, packed (winograd_rows_weight), and
+  // their biases, per layer; valid while the projection keeps its storage and version and each
+  // res_skip layer its cached inference weight (held here, so its address is not reused).
+  const std::vector<torch::Tensor>& folded_res_skip(const torch::Tensor& proj_weight);
+  std::vector<torch::Tensor> folded_weight_, folded_bias_, folded_from_;
+  const void* folded_proj_ = nullptr;
+  uint32_t folded_proj_version_ = 0;
   int64_t hidden_channels_, n_layers_;
   double p_dropout_;
   torch::nn::ModuleList in_layers, res_skip_layers;

@@ -30,6 +30,12 @@ constexpr int kLanes = 8;                // tiles per vector step
 // its output packed, [8][cols / 16][C_in][16]; C comes out row-major, [8][C_out][cols].
 constexpr int kRows = 6;
 constexpr int kCols = 16;  // the tile count per batch item is padded to it
+// winograd_wn_layer: the gated unit and its res_skip product one block of 8 tiles (32 frames,
+// 2 column blocks of the GEMM) at a time; the block's gated values, [2][C][16], stay in L1.
+constexpr int kBlockTiles = kLanes;
+constexpr int kBlockFrames = kOut * kBlockTiles;
+constexpr int kBlockCols = kBlockFrames / kCols;
+static_assert(kBlockTiles % kLanes == 0 && kLanes * kOut == 2 * kCols, "a lane step is two GEMM column blocks");
 
 // The transforms of F(4, 5) for correlation (what conv1d computes): y = AT [(G w) * (BT d)].
 // From the linear-convolution Toom-Cook algorithm at the points 0, 1, -1, 2, -2, 1/2, -1/2, ∞:
@@ -182,6 +188,70 @@ void output_transform_generic(const Transforms& tr, const float* m, int64_t poin
   }
 }
 
+// Where row `row` of the res_skip product r goes in one batch item: the residual's h rows first,
+// then the skip's (only the skip where there is no residual); nowhere for the rows that pad the
+// weight to a multiple of 6 (nullptr).
+struct RowTargets {
+  float* residual;  // nullptr: every row is the skip's
+  float* skip;
+  int64_t h, t, rows;
+  float* row(int64_t r) const {
+    if (r >= rows) return nullptr;
+    if (!residual) return skip + r * t;
+    return r < h ? residual + r * t : skip + (r - h) * t;
+  }
+};
+
+// The gated unit of one block: tiles col0 .. col0 + 7 of the products' rows o (a) and o + h (b),
+// into packed[f / 16][o][f % 16] for the block's frames f = 4 l + i.
+void gated_block_generic(const Transforms& tr, const float* m, int64_t cols, int64_t point_stride, int64_t col0,
+                         int64_t h, const float* bias, float* packed) {
+  for (int64_t o = 0; o < h; ++o) {
+    const float* m_a = m + o * cols + col0;
+    const float* m_b = m + (o + h) * cols + col0;
+    const float bias_a = bias ? bias[o] : 0.0f, bias_b = bias ? bias[o + h] : 0.0f;
+    for (int l = 0; l < kBlockTiles; ++l) {
+      for (int i = 0; i < kOut; ++i) {
+        float a = 0.0f, b = 0.0f;
+        for (int p = 0; p < kPoints; ++p) {
+          a += tr.at[i][p] * m_a[p * point_stride + l];
+          b += tr.at[i][p] * m_b[p * point_stride + l];
+        }
+        a += bias_a;
+        b += bias_b;
+        const int f = kOut * l + i;
+        packed[(f / kCols) * h * kCols + o * kCols + f % kCols] = std::tanh(a) / (1.0f + std::exp(-b));
+      }
+    }
+  }
+}
+
+// target rows += W packed + bias for the block's first `valid` frames (from frame f0): W packed
+// [rows / 6][k][6], the block's gated values [2][k][16].
+void rows_block_generic(const float* w, const float* packed, int64_t k, int64_t rows, const float* bias,
+                        const RowTargets& rt, int64_t f0, int64_t valid) {
+  for (int64_t rb = 0; rb < rows / kRows; ++rb) {
+    for (int cb = 0; cb < kBlockCols && cb * kCols < valid; ++cb) {
+      float acc[kRows][kCols] = {};
+      const float* ap = w + rb * k * kRows;
+      const float* bp = packed + cb * k * kCols;
+      for (int64_t i = 0; i < k; ++i) {
+        for (int r = 0; r < kRows; ++r) {
+          for (int j = 0; j < kCols; ++j) acc[r][j] += ap[i * kRows + r] * bp[i * kCols + j];
+        }
+      }
+      const int64_t n = std::min<int64_t>(kCols, valid - cb * kCols);
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t row = rb * kRows + r;
+        float* dst = rt.row(row);
+        if (!dst) continue;
+        dst += f0 + cb * kCols;
+        for (int64_t j = 0; j < n; ++j) dst[j] += acc[r][j] + bias[row];
+      }
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------ AVX2 + FMA
 #ifdef MONOFLOW_WINOGRAD_X86
 #define MONOFLOW_AVX2 __attribute__((target("avx2,fma")))
@@ -205,15 +275,16 @@ MONOFLOW_AVX2 inline __m256 exp_avx2(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
-// tanh(a) * sigmoid(b): tanh(a) = sign(a) (1 - e) / (1 + e) with e = exp(-2 |a|) (no overflow),
-// sigmoid(b) = 1 / (1 + exp(-b)).
+// tanh(a) * sigmoid(b) = sign(a) (1 - e) / ((1 + e) (1 + f)) with e = exp(-2 |a|) and
+// f = exp(-b): one division. No overflow: e <= 1 and f <= exp(87.3), so the denominator stays
+// below 2 exp(87.3) < FLT_MAX.
 MONOFLOW_AVX2 inline __m256 gate_avx2(__m256 a, __m256 b) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_andnot_ps(sign, a), _mm256_set1_ps(-2.0f)));
-  const __m256 th = _mm256_or_ps(_mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e)), _mm256_and_ps(sign, a));
-  const __m256 sg = _mm256_div_ps(one, _mm256_add_ps(one, exp_avx2(_mm256_xor_ps(b, sign))));
-  return _mm256_mul_ps(th, sg);
+  const __m256 f = exp_avx2(_mm256_xor_ps(b, sign));
+  const __m256 num = _mm256_or_ps(_mm256_sub_ps(one, e), _mm256_and_ps(sign, a));
+  return _mm256_div_ps(num, _mm256_mul_ps(_mm256_add_ps(one, e), _mm256_add_ps(one, f)));
 }
 
 MONOFLOW_AVX2 void input_transform_avx2(const Transforms& tr, const float* ph, int64_t tiles_padded, float* v,
@@ -322,6 +393,78 @@ MONOFLOW_AVX2 void gated_transform_avx2(const Transforms& tr, const float* m_a, 
     outputs_avx2(at, m_b, point_stride, q, _mm256_set1_ps(bias_b), b);
     for (int i = 0; i < kOut; ++i) _mm256_store_ps(buf[i], gate_avx2(a[i], b[i]));
     store_tiles(buf, q, t, y);
+  }
+}
+MONOFLOW_AVX2 void gated_block_avx2(const Transforms& tr, const float* m, int64_t cols, int64_t point_stride,
+                                    int64_t col0, int64_t h, const float* bias, float* packed) {
+  __m256 at[kOut][kPoints];
+  load_at(tr, at);
+  for (int64_t o = 0; o < h; ++o) {
+    const __m256 bias_a = _mm256_set1_ps(bias ? bias[o] : 0.0f), bias_b = _mm256_set1_ps(bias ? bias[o + h] : 0.0f);
+    for (int step = 0; step < kBlockTiles / kLanes; ++step) {
+      __m256 a[kOut], b[kOut], g[kOut];
+      outputs_avx2(at, m + o * cols + col0, point_stride, step * kLanes, bias_a, a);
+      outputs_avx2(at, m + (o + h) * cols + col0, point_stride, step * kLanes, bias_b, b);
+      for (int i = 0; i < kOut; ++i) g[i] = gate_avx2(a[i], b[i]);
+      // g[i] lane l is frame 4 l + i of the step: a 4 x 8 transpose in registers, into its
+      // frames 0-7, 8-15, 16-23 and 24-31 (t_l holds lane l low and lane l + 4 high).
+      const __m256 lo01 = _mm256_unpacklo_ps(g[0], g[1]), lo23 = _mm256_unpacklo_ps(g[2], g[3]);
+      const __m256 hi01 = _mm256_unpackhi_ps(g[0], g[1]), hi23 = _mm256_unpackhi_ps(g[2], g[3]);
+      const __m256 t0 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 t1 = _mm256_shuffle_ps(lo01, lo23, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m256 t2 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m256 t3 = _mm256_shuffle_ps(hi01, hi23, _MM_SHUFFLE(3, 2, 3, 2));
+      float* c0 = packed + (2 * step) * h * kCols + o * kCols;
+      float* c1 = packed + (2 * step + 1) * h * kCols + o * kCols;
+      _mm256_storeu_ps(c0, _mm256_permute2f128_ps(t0, t1, 0x20));
+      _mm256_storeu_ps(c0 + 8, _mm256_permute2f128_ps(t2, t3, 0x20));
+      _mm256_storeu_ps(c1, _mm256_permute2f128_ps(t0, t1, 0x31));
+      _mm256_storeu_ps(c1 + 8, _mm256_permute2f128_ps(t2, t3, 0x31));
+    }
+  }
+}
+
+MONOFLOW_AVX2 void rows_block_avx2(const float* w, const float* packed, int64_t k, int64_t rows, const float* bias,
+                                   const RowTargets& rt, int64_t f0, int64_t valid) {
+  for (int64_t rb = 0; rb < rows / kRows; ++rb) {
+    for (int cb = 0; cb < kBlockCols && cb * kCols < valid; ++cb) {
+      const float* ap = w + rb * k * kRows;
+      const float* bp = packed + cb * k * kCols;
+      __m256 acc[kRows][2];
+      for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+        for (int r = 0; r < kRows; ++r) {
+          const __m256 av = _mm256_broadcast_ss(ap + r);
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+      }
+      // Out through memory: indexing the accumulators in the loop below would keep them on the
+      // stack in the loop above (measured 3x slower).
+      alignas(32) float out[kRows][kCols];
+      for (int r = 0; r < kRows; ++r) {
+        _mm256_store_ps(out[r], acc[r][0]);
+        _mm256_store_ps(out[r] + 8, acc[r][1]);
+      }
+      const int64_t n = std::min<int64_t>(kCols, valid - cb * kCols);
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t row = rb * kRows + r;
+        float* dst = rt.row(row);
+        if (!dst) continue;
+        dst += f0 + cb * kCols;
+        const __m256 bv = _mm256_set1_ps(bias[row]);
+        const __m256 v0 = _mm256_add_ps(_mm256_load_ps(out[r]), bv), v1 = _mm256_add_ps(_mm256_load_ps(out[r] + 8), bv);
+        if (n == kCols) {
+          _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), v0));
+          _mm256_storeu_ps(dst + 8, _mm256_add_ps(_mm256_loadu_ps(dst + 8), v1));
+        } else {
+          _mm256_store_ps(out[r], v0);
+          _mm256_store_ps(out[r] + 8, v1);
+          for (int64_t j = 0; j < n; ++j) dst[j] += out[r][j];
+        }
+      }
+    }
   }
 }
 #endif  // MONOFLOW_WINOGRAD_X86
@@ -476,6 +619,74 @@ torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor&
     }
   });
   return y;
+}
+
+torch::Tensor winograd_rows_weight(const torch::Tensor& weight) {
+  TORCH_CHECK(weight.dim() == 2 || (weight.dim() == 3 && weight.size(2) == 1),
+              "winograd_rows_weight: expected [R, C] or [R, C, 1], got ", weight.sizes());
+  const int64_t rows = weight.size(0), c = weight.size(1), padded = (rows + kRows - 1) / kRows * kRows;
+  auto w = torch::zeros({padded, c}, torch::kFloat);
+  w.slice(0, 0, rows).copy_(weight.detach().reshape({rows, c}));
+  return w.reshape({padded / kRows, kRows, c}).transpose(1, 2).contiguous();
+}
+
+void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias,
+                       const torch::Tensor& rs_weight, const torch::Tensor& rs_bias, torch::Tensor residual,
+                       torch::Tensor skip) {
+  const Shape s = shape_of(x, u);
+  const int64_t h = s.c_out / 2;
+  const bool has_residual = residual.defined();
+  const std::vector<int64_t> residual_shape{s.batch, h, s.t};
+  TORCH_CHECK(skip.dim() == 3 && skip.size(0) == s.batch && skip.size(2) == s.t && skip.is_contiguous() &&
+                  skip.scalar_type() == torch::kFloat,
+              "winograd_wn_layer: skip must be contiguous float32 [", s.batch, ", S, ", s.t, "], got ", skip.sizes());
+  TORCH_CHECK(!has_residual || (residual.sizes() == residual_shape && residual.is_contiguous() &&
+                                residual.scalar_type() == torch::kFloat),
+              "winograd_wn_layer: residual must be contiguous float32 [", s.batch, ", ", h, ", ", s.t, "]");
+  const int64_t rows = (has_residual ? h : 0) + skip.size(1);
+  TORCH_CHECK(rs_weight.dim() == 3 && rs_weight.size(1) == h && rs_weight.size(2) == kRows &&
+                  rs_weight.size(0) == (rows + kRows - 1) / kRows,
+              "winograd_wn_layer: res_skip weight ", rs_weight.sizes(), " is not winograd_rows_weight of [", rows,
+              " rounded up to 6k, ", h, "]");
+  TORCH_CHECK(rs_bias.numel() == rows, "winograd_wn_layer: res_skip bias has ", rs_bias.numel(), " values, expected ",
+              rows);
+  const auto m = products(x, u, s);  // reads all of x: the residual may be x itself
+  const Transforms& tr = transforms();
+  const float* mp = m.data_ptr<float>();
+  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
+  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
+  const auto rs_w = rs_weight.contiguous();
+  const auto rs_b = rs_bias.contiguous();
+  const float* wp = rs_w.data_ptr<float>();
+  const float* rbp = rs_b.data_ptr<float>();
+  float* res_p = has_residual ? residual.data_ptr<float>() : nullptr;
+  float* skip_p = skip.data_ptr<float>();
+  const int64_t point_stride = s.c_out * s.cols;
+  const int64_t blocks = (s.t + kBlockFrames - 1) / kBlockFrames;
+  const bool avx2 = has_avx2();
+  // Blocks of frames split between threads; each output value is one thread's sum. Last
+  // block first: parallel_for gives the first threads one item more than the last, and the
+  // short last block belongs with them (900 frames: 14 blocks and 4 frames against 14 blocks,
+  // where in order it is 15 against 13 and 4 frames).
+  at::parallel_for(0, s.batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> packed(kBlockCols * h * kCols);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t b = item / blocks, j = blocks - 1 - item % blocks;
+      const int64_t f0 = j * kBlockFrames, col0 = b * s.tiles_padded + j * kBlockTiles;
+      const int64_t valid = std::min<int64_t>(kBlockFrames, s.t - f0);
+      const RowTargets rt{res_p ? res_p + b * h * s.t : nullptr, skip_p + b * skip.size(1) * s.t, h, s.t, rows};
+#ifdef MONOFLOW_WINOGRAD_X86
+      if (avx2) {
+        gated_block_avx2(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
+        rows_block_avx2(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
+        continue;
+      }
+#endif
+      (void)avx2;
+      gated_block_generic(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
+      rows_block_generic(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
+    }
+  });
 }
 
 }  // namespace monoflow::models

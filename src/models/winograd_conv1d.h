@@ -41,4 +41,19 @@ torch::Tensor winograd_conv1d(const torch::Tensor& x, const torch::Tensor& u, co
 // the convolution, in one pass over its output).
 torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias);
 
+// A 1x1 convolution's weight [R, C] or [R, C, 1] packed for the same GEMM block: [R' / 6, C, 6]
+// float32, R' = R rounded up to a multiple of 6 (zero rows), once per weight.
+torch::Tensor winograd_rows_weight(const torch::Tensor& weight);
+
+// The whole WN layer after its in_layer's weights (no speaker conditioning): the gated unit of
+// winograd_conv1d_gated, and its 1x1 res_skip convolution r = W acts + rs_bias (W [R, C_out / 2]
+// packed by winograd_rows_weight) added in place while a block of 32 frames of the gated unit
+// is in cache: residual += r[:C_out / 2] and skip += r[C_out / 2:] where residual is defined
+// (R = C_out / 2 + S), skip += r otherwise (R = S; the last layer). residual may be x itself: x
+// is read in full before any of it is updated. residual [B, C_out / 2, T] and skip [B, S, T]:
+// contiguous float32. Each sum over C_out / 2 runs in one thread, in a fixed order.
+void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias,
+                       const torch::Tensor& rs_weight, const torch::Tensor& rs_bias, torch::Tensor residual,
+                       torch::Tensor skip);
+
 }  // namespace monoflow::models

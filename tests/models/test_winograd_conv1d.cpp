@@ -72,6 +72,25 @@ TEST(WinogradConv1d, ResultsAreTheSameBitsWhateverTheThreadCount) {
     EXPECT_TRUE(torch::equal(winograd_conv1d(x, u, bias), one)) << n << " threads";
     EXPECT_TRUE(torch::equal(winograd_conv1d_gated(x, u, bias), one_gated)) << n << " threads";
   }
+  // The fused WN layer (gate and res_skip in blocks of 32 frames), residual and skip.
+  const auto w_rs = winograd_rows_weight(torch::randn({384, 192}) / std::sqrt(192.0));
+  const auto b_rs = torch::randn({384}) * 0.1;
+  const auto skip0 = torch::randn({2, 192, 901});
+  const auto layer = [&](torch::Tensor& residual, torch::Tensor& skip) {
+    residual = x.clone();
+    skip = skip0.clone();
+    winograd_wn_layer(residual, u, bias, w_rs, b_rs, residual, skip);
+  };
+  torch::Tensor one_residual, one_skip;
+  torch::set_num_threads(1);
+  layer(one_residual, one_skip);
+  for (const int n : {2, 3, 7}) {
+    torch::set_num_threads(n);
+    torch::Tensor residual, skip;
+    layer(residual, skip);
+    EXPECT_TRUE(torch::equal(residual, one_residual)) << n << " threads";
+    EXPECT_TRUE(torch::equal(skip, one_skip)) << n << " threads";
+  }
   torch::set_num_threads(threads);
 }
 
@@ -79,6 +98,63 @@ TEST(WinogradConv1d, PortableLoopsMatchConv1d) {
   torch::manual_seed(2);
   const SimdOff simd_off;
   for (int64_t t : {1, 5, 33, 100}) check_conv(2, 24, 48, t);
+}
+
+// winograd_wn_layer against the WN layer's step in float64: the residual x + W_res acts +
+// b_res and the skip s + W_skip acts + b_skip (or the skip alone, for the last layer's rows).
+void check_wn_layer(int64_t batch, int64_t h, int64_t t, bool last) {
+  torch::NoGradGuard no_grad;
+  const auto x = torch::randn({batch, h, t});
+  const auto w = torch::randn({2 * h, h, 5}) / std::sqrt(5.0 * h);
+  const auto bias = torch::randn({2 * h}) * 0.1;
+  const int64_t rows = last ? h : 2 * h;
+  const auto w_rs = torch::randn({rows, h}) / std::sqrt(1.0 * h);
+  const auto b_rs = torch::randn({rows}) * 0.1;
+  const auto skip0 = torch::randn({batch, h, t});
+  const auto conv = torch::conv1d(x.to(torch::kDouble), w.to(torch::kDouble), bias.to(torch::kDouble), 1, 2);
+  const auto r = torch::matmul(w_rs.to(torch::kDouble), gated_activation_reference(conv)) +
+                 b_rs.to(torch::kDouble).view({rows, 1});
+  const auto skip_want = skip0.to(torch::kDouble) + (last ? r : r.slice(1, h, 2 * h));
+  auto residual = x.clone(), skip = skip0.clone();
+  winograd_wn_layer(residual, winograd_weight(w), bias, winograd_rows_weight(w_rs), b_rs,
+                    last ? torch::Tensor() : residual, skip);
+  EXPECT_LT(relative_error(skip, skip_want), kTolerance) << "B " << batch << " T " << t << " last " << last;
+  if (last) {
+    EXPECT_TRUE(torch::equal(residual, x)) << "the last layer has no residual rows";
+  } else {
+    const auto res_want = x.to(torch::kDouble) + r.slice(1, 0, h);
+    EXPECT_LT(relative_error(residual, res_want), kTolerance) << "B " << batch << " T " << t;
+  }
+}
+
+// T below one block of 32 frames, at its edges and at two, and the decoder's shape.
+TEST(WinogradConv1d, WnLayerMatchesGateAndResSkipInFloat64) {
+  torch::manual_seed(6);
+  for (bool last : {false, true}) {
+    for (int64_t t : {1, 4, 31, 32, 33, 64, 65, 100}) check_wn_layer(2, 12, t, last);
+    check_wn_layer(1, 192, 900, last);
+  }
+}
+
+TEST(WinogradConv1d, WnLayerPortableLoopsMatchFloat64) {
+  torch::manual_seed(7);
+  const SimdOff simd_off;
+  for (bool last : {false, true}) {
+    for (int64_t t : {1, 33, 100}) check_wn_layer(2, 12, t, last);
+  }
+}
+
+TEST(WinogradConv1d, RowsWeightPacksSixRowsAtATime) {
+  const auto w = torch::arange(12 * 2, torch::kFloat).view({12, 2});
+  const auto p = winograd_rows_weight(w);
+  ASSERT_EQ(p.sizes(), (std::vector<int64_t>{2, 2, 6}));
+  EXPECT_EQ(p[1][0][2].item<float>(), w[8][0].item<float>());  // block 1, column 0, row 6 + 2
+  EXPECT_EQ(p[0][1][5].item<float>(), w[5][1].item<float>());
+  const auto padded = winograd_rows_weight(torch::ones({10, 2}));  // rows 10 and 11: zeros
+  ASSERT_EQ(padded.sizes(), (std::vector<int64_t>{2, 2, 6}));
+  EXPECT_EQ(padded[1][1][3].item<float>(), 1.0f);
+  EXPECT_EQ(padded[1][1][4].item<float>(), 0.0f);
+  EXPECT_EQ(padded[1][0][5].item<float>(), 0.0f);
 }
 
 TEST(WinogradConv1d, WeightTransformIsExactOnAnImpulse) {
@@ -146,6 +222,44 @@ TEST(WinogradConv1d, WnInferencePathMatchesTrainingPath) {
     check_wn(0, {45}, winograd);
     check_wn(0, {45, 30, 7}, winograd);
     check_wn(8, {45, 20}, winograd);
+  }
+}
+
+// WN with a 1x1 projection (the coupling's end) folded into its skip weights under no_grad,
+// against the training path's WN then conv1d: P = 10 outputs (padded rows), with and without
+// padding; then again after the projection and a res_skip weight change in place (the folded
+// weights follow).
+TEST(WinogradConv1d, ProjectedWnMatchesWnThenConv1d) {
+  torch::manual_seed(8);
+  const int64_t h = 24, t = 45, p = 10;
+  WN wn(h, 5, 1, 4, 0, 0.0);
+  wn->eval();
+  for (auto& param : wn->parameters()) {
+    torch::NoGradGuard no_grad;
+    param.add_(torch::randn_like(param) * 0.1);
+  }
+  auto proj = torch::randn({p, h, 1}) / std::sqrt(1.0 * h);
+  const auto proj_bias = torch::randn({p}) * 0.1;
+  for (const std::vector<int64_t>& lengths : {std::vector<int64_t>{45}, std::vector<int64_t>{45, 30, 7}}) {
+    const int64_t batch = static_cast<int64_t>(lengths.size());
+    auto mask = (torch::arange(t).unsqueeze(0) < torch::tensor(lengths).unsqueeze(1)).to(torch::kFloat).unsqueeze(1);
+    const auto x = torch::randn({batch, h, t}) * mask;
+    for (int round = 0; round < 2; ++round) {
+      const auto want = torch::conv1d(wn->forward(x, mask), proj, proj_bias).detach();
+      torch::Tensor got;
+      {
+        torch::NoGradGuard no_grad;
+        got = wn->forward_projected(x, mask, {}, proj, proj_bias);
+        got = wn->forward_projected(x, mask, {}, proj, proj_bias);  // from the cached weights
+        if (round == 0) {
+          proj.mul_(-0.5);
+          for (auto& param : wn->named_parameters()) {
+            if (param.key() == "res_skip_layers.1.weight_g") param.value().mul_(2.0);
+          }
+        }
+      }
+      EXPECT_LT(relative_error(got, want), kTolerance) << "B " << batch << " round " << round;
+    }
   }
 }
 
