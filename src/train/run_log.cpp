@@ -96,6 +96,7 @@ void RunLog::step_line(const StepLine& l) {
       {"loss/mle", l.loss_mle}, {"loss/dur", l.loss_dur}, {"loss/total", l.loss_mle + l.loss_dur}, {"lr", l.lr},
       {"grad_norm", l.grad_norm}, {"time/step_ms", steps > 0 ? 1000.0 * elapsed / steps : 0.0},
       {"skipped", static_cast<double>(l.skipped)}};
+  if (l.graphs_recorded > 0) values.emplace_back("time/graph_recording_s", l.recording_s);
   for (const auto& [backend, acc] : mas_ms_) {
     if (acc.second > 0) values.emplace_back("time/mas_ms/" + align::backend_name(backend), acc.first / acc.second);
   }
@@ -116,7 +117,10 @@ void RunLog::step_line(const StepLine& l) {
   p.loss_mle = l.loss_mle;
   p.loss_dur = l.loss_dur;
   p.lr = l.lr;
-  p.steps_per_s = elapsed > 0 ? steps / elapsed : 0.0;
+  const double stepping = elapsed - l.recording_s;  // the steps' own time
+  p.steps_per_s = stepping > 0 ? steps / stepping : 0.0;
+  p.graphs_recorded = l.graphs_recorded;
+  p.recording_s = l.recording_s;
   p.mas_ms = last_mas_ms_;
   p.skipped = l.skipped;
   p.seconds_left = l.seconds_left;

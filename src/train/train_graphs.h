@@ -28,6 +28,7 @@ class TrainGraphs {
   std::string description(int64_t n_sqz) const;  // how batch shapes become graphs, in one line
   // What recording them has cost so far, in one line (the run's end says it).
   std::string recording_summary() const;
+  GraphRecording recording() const { return graphed_.recording(); }
 
   StepResult step(const data::Batch& host, double lr, int64_t step) { return graphed_.step(host, lr, step); }
   const data::Batch& inputs() const { return graphed_.inputs(); }

@@ -80,6 +80,7 @@ class Trainer {
   RunParts p_;
   fs::path dir_, ckpt_dir_;
   std::unique_ptr<TrainGraphs> graphs_;       // run.cuda_graphs on a GPU: the step as CUDA graphs
+  GraphRecording logged_recording_;           // graphs_' recording as of the last log line
   CheckpointWriter writer_;                   // rank 0's checkpoints, written beside the steps
   std::string writing_why_;                   // why the checkpoint in writer_ was taken
   NonfiniteSteps nonfinite_{0, 0};
@@ -218,8 +219,16 @@ void Trainer::log_line(double mle, double dur, double grad_norm, int64_t step, i
                                                      : static_cast<int64_t>(c_.train.epochs) * p_.loader->batches_per_epoch();
   const double seconds_left =
       o_.max_minutes > 0 ? std::max(0.0, o_.max_minutes * 60 - seconds_since(run_start_)) : -1.0;
-  log_->step_line({step, epoch, mle, dur, grad_norm, p_.schedule->lr(step), nonfinite_.skipped(), total_steps,
-                   seconds_left});
+  StepLine line{step, epoch, mle, dur, grad_norm, p_.schedule->lr(step), nonfinite_.skipped(), total_steps,
+                seconds_left};
+  if (graphs_) {  // what recording new shapes cost since the last line
+    const GraphRecording now = graphs_->recording();
+    line.graphs_recorded = now.graphs - logged_recording_.graphs;
+    line.recording_s = (now.lengths_ms + now.warm_up_ms + now.capture_ms - logged_recording_.lengths_ms -
+                        logged_recording_.warm_up_ms - logged_recording_.capture_ms) / 1000.0;
+    logged_recording_ = now;
+  }
+  log_->step_line(line);
 }
 
 // The log line of the readback under way, if any (graphed steps), and what the device counted.

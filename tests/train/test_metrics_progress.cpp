@@ -2,10 +2,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "test_util.h"
 #include "train/log/metrics_log.h"
 #include "train/log/progress.h"
+#include "train/run_log.h"
 
 namespace monoflow::train {
 namespace {
@@ -59,6 +61,37 @@ TEST(Progress, LineHasEveryField) {
   p.skipped = 0;
   EXPECT_EQ(format_progress(p, false),
             "step 250/1000 | epoch 3 | mle 1.2346 dur 0.5000 | lr 2.500e-04 | 5.00 steps/s | ETA 2m30s");
+  // Steps that recorded new CUDA graphs say so (their time is not in the rate).
+  p.graphs_recorded = 3;
+  p.recording_s = 2.04;
+  EXPECT_EQ(format_progress(p, false),
+            "step 250/1000 | epoch 3 | mle 1.2346 dur 0.5000 | lr 2.500e-04 | 5.00 steps/s | ETA 2m30s | "
+            "3 new shape(s) recorded as CUDA graphs in 2.0 s");
+}
+
+// A log line whose interval recorded new CUDA graphs: metrics.jsonl carries the seconds beside
+// the step time (which still counts them), and the progress line names them.
+TEST(RunLog, GraphRecordingIsLoggedBesideTheStepTime) {
+  testing::TempDir dir;
+  RunLog log(/*writes=*/true, /*quiet=*/false, align::Backend::kCpu);
+  log.open(dir.path(), /*tensorboard=*/false, /*resuming=*/false, 0);
+  log.restart_clock(0);
+  ::testing::internal::CaptureStderr();
+  StepLine first{5, 1, 1.0, 0.5, 2.0, 1e-3, 0, 100, -1};
+  first.graphs_recorded = 2;
+  first.recording_s = 0.25;
+  log.step_line(first);
+  log.step_line(StepLine{10, 1, 0.9, 0.4, 1.5, 1e-3, 0, 100, -1});
+  log.finish();
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("2 new shape(s) recorded as CUDA graphs in 0.2 s"), std::string::npos) << said;
+  std::vector<YAML::Node> lines;
+  std::istringstream in(testing::read_text(dir / "metrics.jsonl"));
+  for (std::string line; std::getline(in, line);) lines.push_back(YAML::Load(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["time/graph_recording_s"].as<double>(), 0.25);
+  EXPECT_TRUE(lines[0]["time/step_ms"]);
+  EXPECT_FALSE(lines[1]["time/graph_recording_s"]) << "only lines whose interval recorded a graph";
 }
 
 TEST(Progress, EtaRespectsTheTimeLimit) {

@@ -58,6 +58,11 @@ std::string format_progress(const ProgressInfo& p, bool with_bar) {
     out += buf;
   }
   out += " | ETA " + format_eta(remaining);
+  if (p.graphs_recorded > 0) {
+    std::snprintf(buf, sizeof buf, " | %lld new shape(s) recorded as CUDA graphs in %.1f s",
+                  static_cast<long long>(p.graphs_recorded), p.recording_s);
+    out += buf;
+  }
   if (p.skipped > 0) out += " | skipped " + std::to_string(p.skipped);
   return out;
 }

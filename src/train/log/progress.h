@@ -19,6 +19,10 @@ struct ProgressInfo {
   double mas_ms = 0;  // 0: not measured (only --compare-align times MAS), not shown
   int64_t skipped = 0;  // non-finite steps so far
   double seconds_left = -1;  // >= 0: the run's time limit (--max-minutes) ends it this soon
+  // New batch shapes recorded as CUDA graphs since the last line, and the seconds that took
+  // (a one-off cost per shape, left out of steps_per_s so that the ETA is the steps').
+  int64_t graphs_recorded = 0;
+  double recording_s = 0;
 };
 
 // A job over a known number of items: "[####......] 120/283 utterances | 15.2 utterances/s | ETA 11s".
