@@ -74,6 +74,7 @@ struct GraphStatus {
 struct GraphRecording {
   int64_t graphs = 0;  // recorded (a dropped shape recorded again counts again)
   double lengths_ms = 0, warm_up_ms = 0, capture_ms = 0;
+  double total_ms() const { return lengths_ms + warm_up_ms + capture_ms; }
 };
 
 // A step's losses (the ranks' mean), gradient norm and the status after it, on the host.

@@ -32,7 +32,7 @@ std::string TrainGraphs::recording_summary() const {
     return std::string(buf);
   };
   return "CUDA graphs: " + std::to_string(r.graphs) + " batch shape(s) recorded in " +
-         seconds(r.lengths_ms + r.warm_up_ms + r.capture_ms) + " (bucket lengths measured " + seconds(r.lengths_ms) +
+         seconds(r.total_ms()) + " (bucket lengths measured " + seconds(r.lengths_ms) +
          ", warm-ups with cuDNN's algorithm search " + seconds(r.warm_up_ms) + ", captures " + seconds(r.capture_ms) +
          ")";
 }

@@ -224,8 +224,7 @@ void Trainer::log_line(double mle, double dur, double grad_norm, int64_t step, i
   if (graphs_) {  // what recording new shapes cost since the last line
     const GraphRecording now = graphs_->recording();
     line.graphs_recorded = now.graphs - logged_recording_.graphs;
-    line.recording_s = (now.lengths_ms + now.warm_up_ms + now.capture_ms - logged_recording_.lengths_ms -
-                        logged_recording_.warm_up_ms - logged_recording_.capture_ms) / 1000.0;
+    line.recording_s = (now.total_ms() - logged_recording_.total_ms()) / 1000.0;
     logged_recording_ = now;
   }
   log_->step_line(line);
