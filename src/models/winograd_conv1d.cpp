@@ -305,25 +305,29 @@ MONOFLOW_AVX2 void input_transform_avx2(const Transforms& tr, const float* ph, i
   }
 }
 
+// The 6x16 register block: acc = the packed A panel (k x 6) times the packed B panel (k x 16),
+// 12 accumulators of 6 rows x 2 vectors of 8 columns. Inlined, the constant-bound loops unroll
+// and the array stays in registers.
+MONOFLOW_AVX2 __attribute__((always_inline)) inline void block_6x16(const float* ap, const float* bp, int64_t k,
+                                                                     __m256 (&acc)[kRows][2]) {
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
+    const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_broadcast_ss(ap + r);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+}
+
 MONOFLOW_AVX2 void gemm_avx2(const float* a, const float* b, int64_t k, int64_t rb0, int64_t rb1,
                              int64_t col_blocks, float* c, int64_t ldc) {
   for (int64_t rb = rb0; rb < rb1; ++rb) {
     const float* ap0 = a + rb * k * kRows;
     for (int64_t cb = 0; cb < col_blocks; ++cb) {
-      const float* ap = ap0;
-      const float* bp = b + cb * k * kCols;
-      // 12 accumulators, 6 rows x 2 vectors of 8 columns: the constant-bound loops unroll and
-      // the array stays in registers.
       __m256 acc[kRows][2];
-      for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-      for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
-        const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
-        for (int r = 0; r < kRows; ++r) {
-          const __m256 av = _mm256_broadcast_ss(ap + r);
-          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-        }
-      }
+      block_6x16(ap0, b + cb * k * kCols, k, acc);
       float* cp = c + rb * kRows * ldc + cb * kCols;
       for (int r = 0; r < kRows; ++r) {
         _mm256_storeu_ps(cp + r * ldc, acc[r][0]);
@@ -428,18 +432,8 @@ MONOFLOW_AVX2 void rows_block_avx2(const float* w, const float* packed, int64_t 
                                    const RowTargets& rt, int64_t f0, int64_t valid) {
   for (int64_t rb = 0; rb < rows / kRows; ++rb) {
     for (int cb = 0; cb < kBlockCols && cb * kCols < valid; ++cb) {
-      const float* ap = w + rb * k * kRows;
-      const float* bp = packed + cb * k * kCols;
       __m256 acc[kRows][2];
-      for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-      for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
-        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
-        for (int r = 0; r < kRows; ++r) {
-          const __m256 av = _mm256_broadcast_ss(ap + r);
-          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-        }
-      }
+      block_6x16(w + rb * k * kRows, packed + cb * k * kCols, k, acc);
       // Out through memory: indexing the accumulators in the loop below would keep them on the
       // stack in the loop above (measured 3x slower).
       alignas(32) float out[kRows][kCols];
