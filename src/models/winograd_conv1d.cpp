@@ -154,20 +154,24 @@ void input_transform_generic(const Transforms& tr, const float* ph, int64_t tile
   }
 }
 
+// acc = the packed A panel (k x 6) times the packed B panel (k x 16): block_6x16's portable twin.
+void block_6x16_generic(const float* ap, const float* bp, int64_t k, float (&acc)[kRows][kCols]) {
+  for (auto& row : acc) std::fill(std::begin(row), std::end(row), 0.0f);
+  for (int64_t i = 0; i < k; ++i) {
+    for (int r = 0; r < kRows; ++r) {
+      for (int j = 0; j < kCols; ++j) acc[r][j] += ap[i * kRows + r] * bp[i * kCols + j];
+    }
+  }
+}
+
 // C [rows, cols] (row stride ldc) = A x B for packed A [rows / 6][k][6] and B [cols / 16][k][16],
 // row blocks [rb0, rb1).
 void gemm_generic(const float* a, const float* b, int64_t k, int64_t rb0, int64_t rb1, int64_t col_blocks,
                   float* c, int64_t ldc) {
   for (int64_t rb = rb0; rb < rb1; ++rb) {
     for (int64_t cb = 0; cb < col_blocks; ++cb) {
-      float acc[kRows][kCols] = {};
-      const float* ap = a + rb * k * kRows;
-      const float* bp = b + cb * k * kCols;
-      for (int64_t i = 0; i < k; ++i) {
-        for (int r = 0; r < kRows; ++r) {
-          for (int j = 0; j < kCols; ++j) acc[r][j] += ap[i * kRows + r] * bp[i * kCols + j];
-        }
-      }
+      float acc[kRows][kCols];
+      block_6x16_generic(a + rb * k * kRows, b + cb * k * kCols, k, acc);
       for (int r = 0; r < kRows; ++r) {
         for (int j = 0; j < kCols; ++j) c[(rb * kRows + r) * ldc + cb * kCols + j] = acc[r][j];
       }
@@ -232,14 +236,8 @@ void rows_block_generic(const float* w, const float* packed, int64_t k, int64_t 
                         const RowTargets& rt, int64_t f0, int64_t valid) {
   for (int64_t rb = 0; rb < rows / kRows; ++rb) {
     for (int cb = 0; cb < kBlockCols && cb * kCols < valid; ++cb) {
-      float acc[kRows][kCols] = {};
-      const float* ap = w + rb * k * kRows;
-      const float* bp = packed + cb * k * kCols;
-      for (int64_t i = 0; i < k; ++i) {
-        for (int r = 0; r < kRows; ++r) {
-          for (int j = 0; j < kCols; ++j) acc[r][j] += ap[i * kRows + r] * bp[i * kCols + j];
-        }
-      }
+      float acc[kRows][kCols];
+      block_6x16_generic(w + rb * k * kRows, packed + cb * k * kCols, k, acc);
       const int64_t n = std::min<int64_t>(kCols, valid - cb * kCols);
       for (int r = 0; r < kRows; ++r) {
         const int64_t row = rb * kRows + r;
