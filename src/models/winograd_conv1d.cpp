@@ -516,6 +516,19 @@ torch::Tensor products(const torch::Tensor& x_in, const torch::Tensor& u, const 
   return m;
 }
 
+// What every output transform reads: the products at the points (`products`), where point p
+// starts (p x point_stride), and the convolution's bias (null: none).
+struct PointProducts {
+  PointProducts(const torch::Tensor& x, const torch::Tensor& u, const Shape& s, const torch::Tensor& bias_in)
+      : m(products(x, u, s)), bias(bias_in.defined() ? bias_in.contiguous() : torch::Tensor()),
+        data(m.data_ptr<float>()), bias_data(bias.defined() ? bias.data_ptr<float>() : nullptr),
+        point_stride(s.c_out * s.cols) {}
+  torch::Tensor m, bias;
+  const float* data;
+  const float* bias_data;
+  int64_t point_stride;
+};
+
 }  // namespace
 
 bool cpu_winograd_enabled() { return enabled_flag().load() != 0; }
@@ -548,14 +561,12 @@ torch::Tensor winograd_weight(const torch::Tensor& weight) {
 
 torch::Tensor winograd_conv1d(const torch::Tensor& x, const torch::Tensor& u, const torch::Tensor& bias) {
   const Shape s = shape_of(x, u);
-  const auto m = products(x, u, s);
+  const PointProducts pp(x, u, s, bias);
   auto y = torch::empty({s.batch, s.c_out, s.t}, x.options());
   const Transforms& tr = transforms();
-  const float* mp = m.data_ptr<float>();
+  const float *mp = pp.data, *bp = pp.bias_data;
+  const int64_t point_stride = pp.point_stride;
   float* yp = y.data_ptr<float>();
-  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
-  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
-  const int64_t point_stride = s.c_out * s.cols;
   const bool avx2 = has_avx2();
   at::parallel_for(0, s.batch * s.c_out, 16, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
@@ -579,14 +590,12 @@ torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor&
   const Shape s = shape_of(x, u);
   TORCH_CHECK(s.c_out % 2 == 0, "winograd_conv1d_gated: odd output channels ", s.c_out);
   const int64_t h = s.c_out / 2;
-  const auto m = products(x, u, s);
+  const PointProducts pp(x, u, s, bias);
   auto y = torch::empty({s.batch, h, s.t}, x.options());
   const Transforms& tr = transforms();
-  const float* mp = m.data_ptr<float>();
+  const float *mp = pp.data, *bp = pp.bias_data;
+  const int64_t point_stride = pp.point_stride;
   float* yp = y.data_ptr<float>();
-  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
-  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
-  const int64_t point_stride = s.c_out * s.cols;
   const bool avx2 = has_avx2();
   at::parallel_for(0, s.batch * h, 8, [&](int64_t begin, int64_t end) {
     std::vector<float> a, b_row;
@@ -642,18 +651,16 @@ void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const tor
               " rounded up to 6k, ", h, "]");
   TORCH_CHECK(rs_bias.numel() == rows, "winograd_wn_layer: res_skip bias has ", rs_bias.numel(), " values, expected ",
               rows);
-  const auto m = products(x, u, s);  // reads all of x: the residual may be x itself
+  const PointProducts pp(x, u, s, bias);  // reads all of x: the residual may be x itself
   const Transforms& tr = transforms();
-  const float* mp = m.data_ptr<float>();
-  const auto bias_c = bias.defined() ? bias.contiguous() : torch::Tensor();
-  const float* bp = bias_c.defined() ? bias_c.data_ptr<float>() : nullptr;
+  const float *mp = pp.data, *bp = pp.bias_data;
+  const int64_t point_stride = pp.point_stride;
   const auto rs_w = rs_weight.contiguous();
   const auto rs_b = rs_bias.contiguous();
   const float* wp = rs_w.data_ptr<float>();
   const float* rbp = rs_b.data_ptr<float>();
   float* res_p = has_residual ? residual.data_ptr<float>() : nullptr;
   float* skip_p = skip.data_ptr<float>();
-  const int64_t point_stride = s.c_out * s.cols;
   const int64_t blocks = (s.t + kBlockFrames - 1) / kBlockFrames;
   const bool avx2 = has_avx2();
   // Blocks of frames split between threads; each output value is one thread's sum. Last
