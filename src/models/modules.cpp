@@ -181,6 +181,14 @@ WNImpl::WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_ra
   }
 }
 
+namespace {
+
+// Whether the mask zeroes any frame. CPU inference zeroes padding after every residual update,
+// as forward() does; with no padding the products by ones change nothing and are left out.
+bool has_padding(const torch::Tensor& x_mask) { return x_mask.numel() > 0 && x_mask.min().item<float>() != 1.0f; }
+
+}  // namespace
+
 bool WNImpl::cpu_inference_applies(const torch::Tensor& x) const {
   return !torch::GradMode::is_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat && x.dim() == 3 &&
          (!is_training() || p_dropout_ == 0.0);
@@ -190,9 +198,7 @@ torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const tor
                                             const torch::Tensor& g) {
   const int64_t batch = x_in.size(0), h = hidden_channels_;
   const torch::Tensor x_mask = x_mask_in.contiguous();
-  // Padding is zeroed after every residual update, as in forward(); with no padding the
-  // products by ones change nothing and are left out.
-  const bool masked = x_mask.numel() > 0 && x_mask.min().item<float>() != 1.0f;
+  const bool masked = has_padding(x_mask);
   auto x = x_in.contiguous().clone();  // updated in place below
   auto output = torch::zeros_like(x);
   for (int64_t i = 0; i < n_layers_; ++i) {
@@ -288,7 +294,7 @@ torch::Tensor WNImpl::forward_projected(const torch::Tensor& x_in, const torch::
   if (!fold) return conv_over_time(forward(x_in, x_mask_in, g), proj_weight, proj_bias);
   const auto& weights = folded_res_skip(proj_weight);
   const torch::Tensor x_mask = x_mask_in.contiguous();
-  const bool masked = x_mask.numel() > 0 && x_mask.min().item<float>() != 1.0f;  // as forward_cpu_inference
+  const bool masked = has_padding(x_mask);
   auto x = x_in.contiguous().clone();  // updated in place
   auto out = torch::zeros({x.size(0), proj_weight.size(0), x.size(2)}, x.options());
   for (int64_t i = 0; i < n_layers_; ++i) {

@@ -63,8 +63,8 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
   void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
   // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
-  // Winograd transform and for 1x1 layers with a multiple of 6 outputs its packed rows
-  // (winograd_conv1d.h), computed once while weight_v and weight_g keep their storage and
+  // Winograd transform and for 1x1 layers its packed rows (winograd_conv1d.h, rows padded to
+  // a multiple of 6), computed once while weight_v and weight_g keep their storage and
   // version (load_state_dict and optimizer steps bump the version). Undefined where they do not
   // apply: a GPU, grad mode on, another kernel size.
   torch::Tensor inference_weight();
