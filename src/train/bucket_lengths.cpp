@@ -98,7 +98,7 @@ std::vector<double> BucketLengths::conv_us(int64_t batch, const std::vector<int6
   {
     // record_graph turns benchmark mode on for the warm-up and the capture itself; kept on over
     // all the candidates' recordings as well.
-    const CudnnBenchmarkMode benchmark(true);
+    const CudnnAlgorithms search(true);
     for (const int64_t f : frames) blocks.push_back(std::make_unique<BlockConvolutions>(options_, device_, batch, f));
   }
   const auto stream = c10::cuda::getCurrentCUDAStream(device_.index());

@@ -10,22 +10,27 @@
 
 namespace monoflow::train {
 
-CudnnBenchmarkMode::CudnnBenchmarkMode(bool on) : previous_(at::globalContext().benchmarkCuDNN()) {
-  at::globalContext().setBenchmarkCuDNN(on);
+CudnnAlgorithms::CudnnAlgorithms(bool search)
+    : benchmark_(at::globalContext().benchmarkCuDNN()), deterministic_(at::globalContext().deterministicCuDNN()) {
+  at::globalContext().setBenchmarkCuDNN(search);
+  if (!search) at::globalContext().setDeterministicCuDNN(true);
 }
 
-CudnnBenchmarkMode::~CudnnBenchmarkMode() { at::globalContext().setBenchmarkCuDNN(previous_); }
+CudnnAlgorithms::~CudnnAlgorithms() {
+  at::globalContext().setBenchmarkCuDNN(benchmark_);
+  at::globalContext().setDeterministicCuDNN(deterministic_);
+}
 
 std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
                                                   const std::function<void()>& warm_up,
-                                                  const std::function<void()>& body) {
+                                                  const std::function<void()>& body, bool search) {
   const auto current = c10::cuda::getCurrentCUDAStream(device.index());
   const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
   at::cuda::CUDAEvent inputs_ready;
   inputs_ready.record(current);
   inputs_ready.block(side);
   auto graph = std::make_unique<at::cuda::CUDAGraph>();
-  const CudnnBenchmarkMode benchmark(true);
+  const CudnnAlgorithms algorithms(search);
   {
     const c10::cuda::CUDAStreamGuard on_side(side);
     warm_up();
@@ -50,7 +55,7 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
   captured.block(current);
   // cuDNN's algorithm search may have tried workspaces as large as the free memory: hand the
   // cached blocks back to the device (the graph's own pool stays).
-  c10::cuda::CUDACachingAllocator::emptyCache();
+  if (search) c10::cuda::CUDACachingAllocator::emptyCache();
   return graph;
 }
 

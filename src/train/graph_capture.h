@@ -2,11 +2,11 @@
 //   - on a side stream that first waits for the current one, which waits for the capture;
 //   - `warm_up` runs once on that stream before capture, so that cuDNN/cuBLAS set up their
 //     handles and workspaces outside the graph;
-//   - cuDNN's benchmark mode is on for the warm-up and the capture: a graph's shapes are fixed,
-//     so the warm-up times cuDNN's algorithms once per convolution shape and the capture takes
-//     the fastest from that cache (timing inside a capture would be illegal; with the mode off,
-//     cuDNN's heuristics pick). Restored afterwards: eager steps of ever new shapes keep the
-//     heuristics, which cost nothing per shape;
+//   - cuDNN picks its convolution algorithms for the warm-up and the capture either by timing
+//     them (`search`, benchmark mode: a graph's shapes are fixed, so the warm-up times each
+//     convolution shape once and the capture takes the fastest from PyTorch's plan cache; timing
+//     inside a capture would be illegal) or by its heuristics (cudnn_search.h says when which).
+//     Restored afterwards: eager steps of ever new shapes keep the heuristics;
 //   - autocast's cast cache is off while recording (cached casts would outlive the capture);
 //   - thread-local capture mode: other threads (the data loader's) may allocate meanwhile.
 // Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (infer/graphed_inference.h).
@@ -21,21 +21,25 @@
 
 namespace monoflow::train {
 
-// cuDNN's benchmark mode set for a scope and restored on leaving it, exceptions included.
-class CudnnBenchmarkMode {
+// How cuDNN picks convolution algorithms in a scope, restored on leaving it (exceptions
+// included): `search` turns benchmark mode on; otherwise it is off and cuDNN's deterministic
+// algorithms are asked for. PyTorch caches a plan per convolution shape and serves it before
+// any search; its key holds the deterministic flag, so plans the heuristics chose here never
+// stand in for a search of the same shape later.
+class CudnnAlgorithms {
  public:
-  explicit CudnnBenchmarkMode(bool on);
-  ~CudnnBenchmarkMode();
-  CudnnBenchmarkMode(const CudnnBenchmarkMode&) = delete;
-  CudnnBenchmarkMode& operator=(const CudnnBenchmarkMode&) = delete;
+  explicit CudnnAlgorithms(bool search);
+  ~CudnnAlgorithms();
+  CudnnAlgorithms(const CudnnAlgorithms&) = delete;
+  CudnnAlgorithms& operator=(const CudnnAlgorithms&) = delete;
 
  private:
-  bool previous_;
+  bool benchmark_, deterministic_;
 };
 
 std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
                                                   const std::function<void()>& warm_up,
-                                                  const std::function<void()>& body);
+                                                  const std::function<void()>& body, bool search = true);
 
 }  // namespace monoflow::train
 #endif

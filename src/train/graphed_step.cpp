@@ -1,6 +1,7 @@
 #include "train/graphed_step.h"
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -60,15 +61,30 @@ void copy_padded(torch::Tensor& dst, const torch::Tensor& src, int64_t dim) {
   if (n < dst.size(dim)) dst.narrow(dim, n, dst.size(dim) - n).zero_();
 }
 
+// B, T and the mel bucket (one rank) or the ranks' agreed padded mel length (several).
+using Shape = std::tuple<int64_t, int64_t, int64_t>;
+
 // One captured step for one padded shape.
 struct Entry {
+  Shape shape;
   data::Batch in;  // the graph's inputs, written before each replay
   std::unique_ptr<at::cuda::CUDAGraph> graph;
   StepResult out;  // tensors of the graph's pool: valid until the next replay of any graph
+  bool searched = false;  // recorded with cuDNN's algorithm search
   uint64_t last_used = 0;
 };
 
-using Shape = std::tuple<int64_t, int64_t, int64_t>;  // B, T, S
+// What a shape has earned towards its search: kept when its graph is dropped.
+struct ShapeHistory {
+  bool searched = false;
+  double replayed_ms = 0;  // GPU time of its replays with the heuristics' algorithms
+};
+
+// One replay of a heuristic graph between two timing events, read once the GPU has passed them.
+struct ReplayTiming {
+  Shape shape;
+  at::cuda::CUDAEvent start{cudaEventDefault}, stop{cudaEventDefault};
+};
 
 }  // namespace
 
@@ -93,13 +109,21 @@ struct GraphedTrainStep::Impl {
   Entry* last = nullptr;
   uint64_t clock = 0;
   GraphRecording recording;
+  SearchSchedule schedule;
+  std::map<Shape, ShapeHistory> history;
+  std::deque<ReplayTiming> timings;  // in flight, oldest first
 
   // Device scalars outside the graphs' pool, read or written by every replay.
   torch::Tensor lr, step_number, flags, found_inf, loss_mle, loss_dur, grad_norm;
   torch::Tensor skipped, run, longest_run, error_step, error_item;
 
   Impl(models::GlowTTS m, FusedAdam& opt, const StepOptions& o, GraphBuckets b, int64_t skipped_before)
-      : model(std::move(m)), optimizer(opt), options(o), buckets(b), device(model->parameters().front().device()) {
+      : model(std::move(m)),
+        optimizer(opt),
+        options(o),
+        buckets(b),
+        device(model->parameters().front().device()),
+        schedule(several_ranks(o) ? CudnnSearch::kAlways : b.cudnn_search) {
     if (!GraphedTrainStep::supported(device, options)) {
       throw UserError("CUDA graphs need a CUDA device and a CUDA MAS backend (run.cuda_graphs: false otherwise)");
     }
@@ -155,25 +179,35 @@ struct GraphedTrainStep::Impl {
     pool = at::cuda::graph_pool_handle();
   }
 
-  Shape shape_of(const data::Batch& b) {
-    const int64_t batch = b.text.size(0), mel = round_up(b.mel.size(2), buckets.mel_multiple);
-    int64_t frames = mel;
-    if (lengths) {
-      const auto start = Clock::now();
-      frames = lengths->choose(batch, mel);  // measured once per (batch, mel), then looked up
-      recording.lengths_ms += ms_since(start);
-    }
-    return {batch, round_up(b.text.size(1), buckets.text_multiple), frames};
+  static bool several_ranks(const StepOptions& o) { return o.distributed != nullptr && o.distributed->world_size() > 1; }
+
+  // The mel length to pad a bucket of `mel` frames to: a little more where the decoder's
+  // convolutions measure slow there (measured once per (batch, mel), then looked up).
+  int64_t padded_frames(int64_t batch, int64_t mel) {
+    if (!lengths) return mel;
+    const auto start = Clock::now();
+    const int64_t frames = lengths->choose(batch, mel);
+    recording.lengths_ms += ms_since(start);
+    return frames;
   }
 
-  // With several ranks, all replay the same shape (the largest of theirs, a length that rank
-  // measured fast): the ranks then step in lock-step, and each graph's all-reduce meets its
-  // twin on every other rank.
-  Shape agreed_shape(const data::Batch& h) {
-    const auto [b, t, s] = shape_of(h);
-    if (average == nullptr) return {b, t, s};
-    const std::vector<int64_t> m = options.distributed->max_over_ranks({t, s});
+  // One rank: h's bucket. Several: all replay the same shape (the largest of theirs, at a
+  // length that rank measured fast), so that they step in lock-step and each graph's all-reduce
+  // meets its twin on every other rank.
+  Shape shape_of(const data::Batch& h) {
+    const int64_t b = h.text.size(0), t = round_up(h.text.size(1), buckets.text_multiple);
+    const int64_t mel = round_up(h.mel.size(2), buckets.mel_multiple);
+    if (average == nullptr) return {b, t, mel};
+    const std::vector<int64_t> m = options.distributed->max_over_ranks({t, padded_frames(b, mel)});
     return {b, m[0], m[1]};
+  }
+
+  // The GPU time of heuristic replays the device has finished, to their shapes' accounts.
+  void collect_replay_times() {
+    while (!timings.empty() && timings.front().stop.query()) {
+      history[timings.front().shape].replayed_ms += timings.front().start.elapsed_time(timings.front().stop);
+      timings.pop_front();
+    }
   }
 
   void upload(Entry& e, const data::Batch& h) {
@@ -268,35 +302,54 @@ struct GraphedTrainStep::Impl {
           c10::cuda::getCurrentCUDAStream(device.index()).synchronize();  // its GPU time counts
           warm_up_ms = ms_since(warm_start);
         },
-        [&] { body(e); });
+        [&] { body(e); }, e.searched);
     recording.warm_up_ms += warm_up_ms;
     recording.capture_ms += ms_since(start) - warm_up_ms;  // record_graph ends with a device wait
     ++recording.graphs;
   }
 
-  // The entry for h's padded shape with h uploaded into its inputs; a new shape is recorded.
-  Entry& prepare(const data::Batch& h) {
-    const Shape shape = agreed_shape(h);
-    auto it = entries.find(shape);
-    if (it != entries.end()) {
-      upload(it->second, h);
-      return it->second;
-    }
-    const auto [b, t, s] = shape;
-    Entry& e = entries[shape];
+  // h's shape recorded, with cuDNN's algorithm search or its heuristics, h uploaded.
+  Entry record(const Shape& shape, const data::Batch& h, bool search) {
+    const auto [b, t, m] = shape;
+    const double cost_before = recording.lengths_ms + recording.warm_up_ms;
+    // Bucket lengths are timed with the searched algorithms; several ranks agreed on theirs.
+    const int64_t frames = search && average == nullptr ? padded_frames(b, m) : m;
+    Entry e;
+    e.shape = shape;
+    e.searched = search;
     const auto on_device = torch::TensorOptions().device(device);
     e.in.text = torch::zeros({b, t}, on_device.dtype(torch::kInt64));
     e.in.text_lengths = torch::zeros({b}, on_device.dtype(torch::kInt64));
-    e.in.mel = torch::zeros({b, h.mel.size(1), s}, on_device.dtype(torch::kFloat32));
+    e.in.mel = torch::zeros({b, h.mel.size(1), frames}, on_device.dtype(torch::kFloat32));
     e.in.mel_lengths = torch::zeros({b}, on_device.dtype(torch::kInt64));
     if (h.speakers.defined()) e.in.speakers = torch::zeros({b}, on_device.dtype(torch::kInt64));
-    try {
-      upload(e, h);
-      capture(e);
-    } catch (...) {
-      entries.erase(shape);
-      throw;
+    upload(e, h);
+    capture(e);
+    if (search) {
+      ++recording.searched;
+      schedule.searched(recording.lengths_ms + recording.warm_up_ms - cost_before);
     }
+    return e;
+  }
+
+  // The entry for h's padded shape with h uploaded into its inputs: a new shape is recorded, and
+  // a shape recorded with the heuristics is recorded again once it has earned the search.
+  Entry& prepare(const data::Batch& h) {
+    const Shape shape = shape_of(h);
+    ShapeHistory& past = history[shape];
+    const bool search = past.searched || schedule.search_now(past.replayed_ms);
+    auto it = entries.find(shape);
+    if (it != entries.end() && (it->second.searched || !search)) {
+      upload(it->second, h);
+      return it->second;
+    }
+    Entry recorded = record(shape, h, search);
+    past.searched = search;
+    if (it != entries.end()) {  // replaced only now: its graph kept the shared pool alive meanwhile
+      it->second = std::move(recorded);
+      return it->second;
+    }
+    Entry& e = entries.emplace(shape, std::move(recorded)).first->second;
     // Past max_graphs the least recently used one goes, only now: a graph alive keeps the
     // shared pool alive, which the capture above needed.
     if (entries.size() > buckets.max_graphs) {
@@ -312,10 +365,20 @@ struct GraphedTrainStep::Impl {
 
   StepResult step(const data::Batch& h, double lr_value, int64_t step) {
     const c10::cuda::CUDAGuard guard(device);
+    collect_replay_times();
     Entry& e = prepare(h);
     lr.fill_(lr_value);
     step_number.fill_(step);
-    e.graph->replay();
+    if (e.searched) {
+      e.graph->replay();
+    } else {
+      const auto stream = c10::cuda::getCurrentCUDAStream(device.index());
+      ReplayTiming& timing = timings.emplace_back();
+      timing.shape = e.shape;
+      timing.start.record(stream);
+      e.graph->replay();
+      timing.stop.record(stream);
+    }
     e.last_used = ++clock;
     last = &e;
     return e.out;

@@ -26,9 +26,11 @@
 // batch is padded up to its bucket (masks keep the padding out of every loss term).
 //
 // Shapes: the batch's text and mel lengths are rounded up to multiples of
-// GraphBuckets::text_multiple / mel_multiple, and the mel length a little further where cuDNN's
-// convolutions measure slow at it (bucket_lengths.h); each (B, T, S) gets its own graph, all
-// sharing one memory pool. The least recently used graph is dropped beyond max_graphs.
+// GraphBuckets::text_multiple / mel_multiple; each (B, T, S) gets its own graph, all sharing one
+// memory pool. The least recently used graph is dropped beyond max_graphs. A shape is recorded
+// with cuDNN's heuristics first, and again with its algorithm search once its replays have
+// repaid one (cudnn_search.h); that recording pads the mel length a little further where the
+// decoder's convolutions measure slow (bucket_lengths.h).
 //
 //   GraphedTrainStep step(model, optimizer, step_options);
 //   StepResult r = step.step(host_batch, lr, step_number);   // r valid until the next step()
@@ -42,6 +44,7 @@
 #include <memory>
 
 #include "data/batch.h"
+#include "train/cudnn_search.h"
 #include "models/glow_tts.h"
 #include "train/fused_adam.h"
 #include "train/train_step.h"
@@ -57,6 +60,9 @@ struct GraphBuckets {
   // the losses too and starts only after backward, so it is the small one.
   int64_t gradient_bucket_bytes = 25 << 20;
   int64_t first_gradient_bucket_bytes = 4 << 20;
+  // When a shape gets cuDNN's algorithm search, and its length measured (cudnn_search.h).
+  // Several ranks search every shape at once: they must agree on its padded length.
+  CudnnSearch cudnn_search = CudnnSearch::kAuto;
 };
 
 // What the device counted since the GraphedTrainStep was made (one read, one wait).
@@ -70,9 +76,11 @@ struct GraphStatus {
 
 // What recording the graphs has cost so far, in host time (which waits for the GPU's part):
 // measuring bucket lengths (bucket_lengths.h), the warm-ups (where cuDNN searches algorithms for
-// each new convolution shape) and the captures. A fixed cost per shape, which a short run feels.
+// each new convolution shape, when it does) and the captures. A fixed cost per shape, which a
+// short run feels.
 struct GraphRecording {
-  int64_t graphs = 0;  // recorded (a dropped shape recorded again counts again)
+  int64_t graphs = 0;  // recorded (a dropped shape recorded again counts again, as does a searched one)
+  int64_t searched = 0;  // of them, recorded with cuDNN's algorithm search
   double lengths_ms = 0, warm_up_ms = 0, capture_ms = 0;
   double total_ms() const { return lengths_ms + warm_up_ms + capture_ms; }
 };

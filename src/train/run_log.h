@@ -31,7 +31,7 @@ struct StepLine {
   int64_t skipped = 0;        // non-finite steps so far
   int64_t total_steps = 0;    // 0: unknown
   double seconds_left = -1;   // >= 0: --max-minutes ends the run this soon
-  int64_t graphs_recorded = 0;  // since the last line: new shapes recorded as CUDA graphs,
+  int64_t graphs_recorded = 0;  // since the last line: CUDA graphs recorded (train_graphs.h),
   double recording_s = 0;       // and the seconds that took (in time/step_ms, not in the ETA)
 };
 

@@ -13,15 +13,36 @@ bool TrainGraphs::wanted(bool cuda_graphs, const torch::Device& device, const St
   return cuda_graphs && device.is_cuda() && GraphedTrainStep::supported(device, options);
 }
 
-TrainGraphs::TrainGraphs(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options, int64_t skipped)
-    : graphed_(std::move(model), optimizer, options, buckets_, skipped) {}
+GraphBuckets TrainGraphs::buckets_for(CudnnSearch search) {
+  GraphBuckets b;
+  b.cudnn_search = search;
+  return b;
+}
+
+TrainGraphs::TrainGraphs(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options, int64_t skipped,
+                         CudnnSearch search)
+    : buckets_(buckets_for(search)), graphed_(std::move(model), optimizer, options, buckets_, skipped) {}
 
 std::string TrainGraphs::description(int64_t n_sqz) const {
   const std::vector<int64_t> extra = BucketLengthOptions().extra_frames();
   const int64_t most_extra_frames = *std::max_element(extra.begin(), extra.end()) * n_sqz;
+  std::string search;
+  switch (buckets_.cudnn_search) {
+    case CudnnSearch::kAuto:
+      search = "with cuDNN's heuristics, and again with its algorithm search once its replays have cost as much as a "
+               "search (run.cudnn_search: auto)";
+      break;
+    case CudnnSearch::kAlways:
+      search = "with cuDNN's algorithm search (run.cudnn_search: always)";
+      break;
+    case CudnnSearch::kNever:
+      search = "with cuDNN's heuristics (run.cudnn_search: never)";
+      break;
+  }
   return "CUDA graphs: each batch shape (text padded to a multiple of " + std::to_string(buckets_.text_multiple) +
          " tokens, mel to " + std::to_string(buckets_.mel_multiple) + " frames, then up to " +
-         std::to_string(most_extra_frames) + " more where cuDNN measures faster) is recorded once, then replayed";
+         std::to_string(most_extra_frames) + " more where cuDNN measures faster) is recorded " + search +
+         ", then replayed";
 }
 
 std::string TrainGraphs::recording_summary() const {
@@ -31,10 +52,9 @@ std::string TrainGraphs::recording_summary() const {
     std::snprintf(buf, sizeof buf, "%.1f s", ms / 1000.0);
     return std::string(buf);
   };
-  return "CUDA graphs: " + std::to_string(r.graphs) + " batch shape(s) recorded in " +
-         seconds(r.total_ms()) + " (bucket lengths measured " + seconds(r.lengths_ms) +
-         ", warm-ups with cuDNN's algorithm search " + seconds(r.warm_up_ms) + ", captures " + seconds(r.capture_ms) +
-         ")";
+  return "CUDA graphs: " + std::to_string(r.graphs) + " recorded, " + std::to_string(r.searched) +
+         " of them with cuDNN's algorithm search, in " + seconds(r.total_ms()) + " (bucket lengths measured " +
+         seconds(r.lengths_ms) + ", warm-ups " + seconds(r.warm_up_ms) + ", captures " + seconds(r.capture_ms) + ")";
 }
 
 void TrainGraphs::start_readback(int64_t step, int64_t epoch) {

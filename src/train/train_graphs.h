@@ -22,8 +22,10 @@ class TrainGraphs {
   // run.cuda_graphs, a GPU, and a step the graphs can run (a CUDA MAS backend).
   static bool wanted(bool cuda_graphs, const torch::Device& device, const StepOptions& options);
 
-  // `skipped`: updates a resumed run skipped before, so that the device counts on.
-  TrainGraphs(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options, int64_t skipped);
+  // `skipped`: updates a resumed run skipped before, so that the device counts on; `search`:
+  // run.cudnn_search.
+  TrainGraphs(models::GlowTTS model, FusedAdam& optimizer, const StepOptions& options, int64_t skipped,
+              CudnnSearch search);
 
   std::string description(int64_t n_sqz) const;  // how batch shapes become graphs, in one line
   // What recording them has cost so far, in one line (the run's end says it).
@@ -48,6 +50,8 @@ class TrainGraphs {
   static void check_errors(const GraphStatus& s);
 
  private:
+  static GraphBuckets buckets_for(CudnnSearch search);
+
   GraphBuckets buckets_;
   GraphedTrainStep graphed_;
   int64_t readback_step_ = 0, readback_epoch_ = 0;  // 0: none under way

@@ -201,7 +201,8 @@ void Trainer::start_graphs() {
   // The graphs average the gradients themselves (all-reduces inside each): not these hooks.
   p_.step_options.reducer = nullptr;
   p_.reducer.reset();
-  graphs_ = std::make_unique<TrainGraphs>(p_.model, *p_.optimizer, p_.step_options, nonfinite_.skipped());
+  graphs_ = std::make_unique<TrainGraphs>(p_.model, *p_.optimizer, p_.step_options, nonfinite_.skipped(),
+                                          parse_cudnn_search(c_.run.cudnn_search));
   say(graphs_->description(c_.model.n_sqz()));
 }
 
@@ -221,7 +222,7 @@ void Trainer::log_line(double mle, double dur, double grad_norm, int64_t step, i
       o_.max_minutes > 0 ? std::max(0.0, o_.max_minutes * 60 - seconds_since(run_start_)) : -1.0;
   StepLine line{step, epoch, mle, dur, grad_norm, p_.schedule->lr(step), nonfinite_.skipped(), total_steps,
                 seconds_left};
-  if (graphs_) {  // what recording new shapes cost since the last line
+  if (graphs_) {  // what recording graphs cost since the last line
     const GraphRecording now = graphs_->recording();
     line.graphs_recorded = now.graphs - logged_recording_.graphs;
     line.recording_s = (now.total_ms() - logged_recording_.total_ms()) / 1000.0;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "models/glow_tts.h"
@@ -203,6 +204,53 @@ TEST_F(GraphedStepCuda, BadLengthsComeBackWithTheirStep) {
   EXPECT_EQ(s.bad_lengths_item, 2);
   EXPECT_EQ(s.skipped, 1);
   EXPECT_EQ(s.timeout_step, 0);
+}
+
+// run.cudnn_search: auto (cudnn_search.h). The first shape is recorded with the search at once;
+// another with cuDNN's heuristics, and again with the search once its replays have taken as long
+// as that search did.
+TEST_F(GraphedStepCuda, AShapeGetsTheSearchOnceItsReplaysHaveCostOne) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, opt, options, GraphBuckets{16, 64, 4});
+  step.step(batches[0], 1e-3, 1);
+  GraphRecording r = step.recording();
+  EXPECT_EQ(r.graphs, 1);
+  EXPECT_EQ(r.searched, 1);
+  EXPECT_GT(r.lengths_ms, 0.0);
+  const double search_ms = r.lengths_ms + r.warm_up_ms;
+  step.step(batches[1], 1e-3, 2);
+  r = step.recording();
+  EXPECT_EQ(r.graphs, 2);
+  EXPECT_EQ(r.searched, 1);
+  EXPECT_EQ(step.inputs().mel.size(2) % 64, 0) << "no length measured before the search";
+  const auto start = std::chrono::steady_clock::now();
+  int64_t n = 2;
+  while (step.recording().searched == 1 && n < 50000) step.step(batches[1], 1e-3, ++n);
+  const double replayed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r = step.recording();
+  ASSERT_EQ(r.searched, 2) << "still on the heuristics after " << n << " steps";
+  EXPECT_EQ(r.graphs, 3);
+  EXPECT_EQ(step.graphs(), 2u) << "the heuristic graph was replaced, not kept beside";
+  // The replays' GPU time (the schedule's measure) is at most the wall time they took.
+  EXPECT_GE(replayed_ms, search_ms);
+  const int64_t extra = step.inputs().mel.size(2) - (batches[1].mel.size(2) + 63) / 64 * 64;
+  EXPECT_TRUE(extra == 0 || extra == 8 || extra == 16 || extra == 32) << step.inputs().mel.size(2);
+  step.step(batches[1], 1e-3, ++n);
+  EXPECT_EQ(step.recording().graphs, 3) << "a searched shape stays";
+  EXPECT_EQ(step.status().skipped, 0);
+  for (const auto& p : graphed->parameters()) ASSERT_TRUE(torch::isfinite(p).all().item<bool>());
+}
+
+TEST_F(GraphedStepCuda, NeverSearchingMeasuresNoLengths) {
+  FusedAdam opt(graphed->parameters(), adam());
+  GraphBuckets buckets;
+  buckets.cudnn_search = CudnnSearch::kNever;
+  GraphedTrainStep step(graphed, opt, options, buckets);
+  for (int i = 0; i < 4; ++i) step.step(batches[i % 2], 1e-3, i + 1);
+  EXPECT_EQ(step.recording().graphs, 2);
+  EXPECT_EQ(step.recording().searched, 0);
+  EXPECT_EQ(step.recording().lengths_ms, 0.0);
+  EXPECT_EQ(step.status().skipped, 0);
 }
 
 TEST_F(GraphedStepCuda, OneGraphPerBucketAndTheOldestDropped) {

@@ -66,7 +66,7 @@ TEST(Progress, LineHasEveryField) {
   p.recording_s = 2.04;
   EXPECT_EQ(format_progress(p, false),
             "step 250/1000 | epoch 3 | mle 1.2346 dur 0.5000 | lr 2.500e-04 | 5.00 steps/s | ETA 2m30s | "
-            "3 new shape(s) recorded as CUDA graphs in 2.0 s");
+            "3 CUDA graph(s) recorded in 2.0 s");
 }
 
 // A log line whose interval recorded new CUDA graphs: metrics.jsonl carries the seconds beside
@@ -84,7 +84,7 @@ TEST(RunLog, GraphRecordingIsLoggedBesideTheStepTime) {
   log.step_line(StepLine{10, 1, 0.9, 0.4, 1.5, 1e-3, 0, 100, -1});
   log.finish();
   const std::string said = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find("2 new shape(s) recorded as CUDA graphs in 0.2 s"), std::string::npos) << said;
+  EXPECT_NE(said.find("2 CUDA graph(s) recorded in 0.2 s"), std::string::npos) << said;
   std::vector<YAML::Node> lines;
   std::istringstream in(testing::read_text(dir / "metrics.jsonl"));
   for (std::string line; std::getline(in, line);) lines.push_back(YAML::Load(line));

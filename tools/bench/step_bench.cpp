@@ -103,6 +103,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   if (mode != "eager") {
     GraphBuckets buckets;
     buckets.measured_lengths = mode == "graph";
+    buckets.cudnn_search = CudnnSearch::kAlways;  // the steady state: every shape searched at once
     graphed = std::make_unique<GraphedTrainStep>(model, optimizer, so, buckets);
   }
   int64_t step = 0;

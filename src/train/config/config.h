@@ -50,6 +50,7 @@ struct RunSection {
   bool tensorboard = true;
   int image_interval = 0;                // steps between alignment images (0: at validation)
   bool cuda_graphs = true;               // GPU (one process or data-parallel): replay the step as CUDA graphs
+  std::string cudnn_search = "auto";     // auto | always | never: when a graphed shape gets cuDNN's search (train/cudnn_search.h)
   int threads = 0;                       // intra-op threads of tensor ops (0: cores less loader workers, <= 8; train/threads.h)
 };
 

@@ -287,6 +287,7 @@ std::vector<Field> make_fields() {
       field("run.tensorboard", &C::run, &RS::tensorboard),
       checked("run.image_interval", at_least(0), &C::run, &RS::image_interval),
       field("run.cuda_graphs", &C::run, &RS::cuda_graphs),
+      checked("run.cudnn_search", one_of({"auto", "always", "never"}), &C::run, &RS::cudnn_search),
       checked("run.threads", at_least(0), &C::run, &RS::threads),
   };
 }

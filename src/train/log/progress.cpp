@@ -59,7 +59,7 @@ std::string format_progress(const ProgressInfo& p, bool with_bar) {
   }
   out += " | ETA " + format_eta(remaining);
   if (p.graphs_recorded > 0) {
-    std::snprintf(buf, sizeof buf, " | %lld new shape(s) recorded as CUDA graphs in %.1f s",
+    std::snprintf(buf, sizeof buf, " | %lld CUDA graph(s) recorded in %.1f s",
                   static_cast<long long>(p.graphs_recorded), p.recording_s);
     out += buf;
   }
