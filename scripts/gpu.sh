@@ -36,7 +36,8 @@ if [ "${TESTS:-1}" != "0" ]; then
   grep -E "Failed|\*\*\*|tests passed|tests failed|Total Test time" "$OUT/ctest.log" | tail -16
 fi
 
-# Benchmarks: each hook writes CSV to $OUT and prints its table. HOOKS="mas train" picks hooks.
+# Benchmarks: each hook writes CSV to $OUT and prints its table. HOOKS="mas train" picks hooks;
+# HOOKS=none runs none; unset, every hook in scripts/gpu.d runs (several minutes of device time).
 for bench in "$ROOT"/scripts/gpu.d/*.sh; do
   name=$(basename "$bench" .sh)
   if [ -n "${HOOKS:-}" ] && [[ " $HOOKS " != *" $name "* ]]; then continue; fi
