@@ -44,8 +44,8 @@
 #include <memory>
 
 #include "data/batch.h"
-#include "train/cudnn_search.h"
 #include "models/glow_tts.h"
+#include "train/cudnn_search.h"
 #include "train/fused_adam.h"
 #include "train/train_step.h"
 

@@ -19,9 +19,9 @@ struct ProgressInfo {
   double mas_ms = 0;  // 0: not measured (only --compare-align times MAS), not shown
   int64_t skipped = 0;  // non-finite steps so far
   double seconds_left = -1;  // >= 0: the run's time limit (--max-minutes) ends it this soon
-  // CUDA graphs recorded since the last line (new shapes, or shapes again with cuDNN's search),
-  // and the seconds that took
-  // (a one-off cost per shape, left out of steps_per_s so that the ETA is the steps').
+  // CUDA graphs recorded since the last line (new shapes, or shapes again with cuDNN's search)
+  // and the seconds that took: a one-off cost per shape, left out of steps_per_s so that the
+  // ETA is the steps'.
   int64_t graphs_recorded = 0;
   double recording_s = 0;
 };
