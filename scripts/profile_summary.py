@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Summarise a Kineto Chrome trace written by `bench_train_step --profile PREFIX`.
+"""Summarise a Kineto Chrome trace written by `bench_train_step --profile PREFIX` (or by
+`bench_inference --device cuda --profile trace.json` with `--range monoflow_call`).
 
-Each profiled step sits inside a "monoflow_step" range (the device is synchronised at its
-end). Per step: wall time, GPU busy time (union of kernel, memcpy and memset intervals) and
+Each profiled step sits inside a "monoflow_step" range (an inference call: "monoflow_call"; the
+device is synchronised at its end). Per step: wall time, GPU busy time (union of kernel, memcpy and memset intervals) and
 its share of the wall time, kernel count, ATen op count, and the CUDA runtime calls that
 matter for host-boundness (launches, graph launches, synchronisations, copies). Then the
 kernels that take the most GPU time, grouped by a short name.
@@ -144,13 +145,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--range", default="monoflow_step",
+                    help="the user range around each profiled call (bench_inference: monoflow_call)")
     args = ap.parse_args()
     events = json.load(open(args.trace))["traceEvents"]
     events = [e for e in events if e.get("ph") == "X" and "dur" in e]
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
-                   if e.get("name") == "monoflow_step" and e.get("cat") == "user_annotation")
+                   if e.get("name") == args.range and e.get("cat") == "user_annotation")
     if not steps:
-        raise SystemExit("no monoflow_step ranges in " + args.trace)
+        raise SystemExit("no %s ranges in %s" % (args.range, args.trace))
 
     op_names = launching_ops(events)
     part_names = model_parts(events)

@@ -94,4 +94,27 @@ TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope)
   std::remove(trace.c_str());
 }
 
+// An inference trace (bench_inference --profile) wraps each call in a "monoflow_call" range: the
+// summary reads it with --range and, without, says which range it did not find.
+TEST(ProfileSummary, ReadsTheRangeItIsToldOf) {
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/profile_summary.py ";
+  const std::string trace = testing::TempDir() + "profile_summary_call.json";
+  std::ofstream(trace) << "{\"traceEvents\": [\n"
+                       << event("user_annotation", "monoflow_call", 0, 10000) << ",\n"
+                       << launch(10, 1) << ",\n"
+                       << launch(20, 2) << ",\n"
+                       << kernel("decoder_kernel", 100, 3000, 1) << ",\n"
+                       << kernel("encoder_kernel", 4000, 1000, 2) << "\n]}\n";
+  int status = 0;
+  const std::string out = run(script + trace + " --range monoflow_call 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("profile of 1 steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("(4.0 ms per step)"), std::string::npos) << out;
+  const std::string refused = run(script + trace + " 2>&1", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(refused.find("no monoflow_step ranges"), std::string::npos) << refused;
+  std::remove(trace.c_str());
+}
+
 }  // namespace
