@@ -1,7 +1,7 @@
 // bench_inference: the inference benchmark of docs/design.md ("Benchmark specifications:
 // Inference"; tools/bench/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
 // precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
-//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph]
+//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph,graph-decoder]
 //                   [--device cuda] [--csv out.csv] [--batch 16] [--profile trace.json]
 // --batch N runs the sentence N times at once (synthesize --text-file's batches; frames/s counts
 // all N).
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--precisions", precisions, "tf32, fp32, bf16")
       ->delimiter(',')
       ->default_str("tf32,bf16 on a GPU, fp32 on the CPU");
-  app.add_option("--modes", modes, "eager, graph")
+  app.add_option("--modes", modes, "eager, graph, graph-decoder")
       ->delimiter(',')
       ->default_str("eager,graph on a GPU, eager on the CPU");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
@@ -64,14 +64,14 @@ int main(int argc, char** argv) {
     std::ostringstream csv;
     csv << train::infer_csv_header() << "\n";
     std::cout << train::infer_csv_header() << std::endl;
-    std::fprintf(stderr, "%-5s %-5s %5s %7s %7s %8s %9s %9s %10s\n", "prec", "mode", "batch", "symbols", "frames",
+    std::fprintf(stderr, "%-5s %-13s %5s %7s %7s %8s %9s %9s %10s\n", "prec", "mode", "batch", "symbols", "frames",
                  "l.scale", "ms", "p90 ms", "frames/s");
     for (const auto& precision : precisions) {
       for (const auto& mode : modes) {
         const auto row = train::bench_inference(o, precision, mode);
         std::cout << train::infer_csv_row(row) << std::endl;
         csv << train::infer_csv_row(row) << "\n";
-        std::fprintf(stderr, "%-5s %-5s %5d %7d %7d %8.3f %9.2f %9.2f %10.0f\n", row.precision.c_str(),
+        std::fprintf(stderr, "%-5s %-13s %5d %7d %7d %8.3f %9.2f %9.2f %10.0f\n", row.precision.c_str(),
                      row.mode.c_str(), row.batch, row.symbols, row.frames, row.length_scale, row.ms, row.ms_p90,
                      row.frames_per_s);
       }

@@ -23,6 +23,22 @@ bool GraphedInference::supported(const torch::Device& device) {
 }
 
 #ifdef MONOFLOW_HAS_CUDA
+namespace {
+
+// Past max_graphs the least recently used entry goes, all but `kept`, after the capture: a
+// graph alive keeps the shared pool alive, which the capture needed (see graphed_step).
+template <typename Map>
+void drop_oldest(Map& entries, size_t max_graphs, const typename Map::mapped_type& kept) {
+  if (entries.size() <= max_graphs) return;
+  auto oldest = entries.end();
+  for (auto i = entries.begin(); i != entries.end(); ++i) {
+    if (&i->second != &kept && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
+  }
+  entries.erase(oldest);
+}
+
+}  // namespace
+
 struct GraphedInference::Impl {
   // The decoder's inputs and output for one shape, and its graph.
   struct Entry {
@@ -32,18 +48,38 @@ struct GraphedInference::Impl {
   };
   using Shape = std::tuple<int64_t, int64_t, bool>;  // batch, padded frames, speakers
 
+  // The encoder and the durations for one text shape: inputs (text padded with zeros to a
+  // multiple of kTextMultiple tokens, its lengths, g, the length scale) and outputs
+  // (infer_durations, over the padded tokens), and its graph.
+  struct TextEntry {
+    torch::Tensor text, text_lengths, g, length_scale;
+    models::InferenceOutput out;
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    uint64_t last_used = 0;
+  };
+  using TextShape = std::tuple<int64_t, int64_t, bool>;  // batch, padded tokens, speakers
+  static constexpr int64_t kTextMultiple = 16;
+
   models::GlowTTS model;
   size_t max_graphs;
   int eager_uses;
+  bool graph_text;
   std::map<Shape, int> eager_runs;  // shapes without a graph yet: how often each ran eagerly
+  std::map<TextShape, int> text_eager_runs;
   torch::Device device;
-  c10::cuda::MempoolId_t pool;
+  // One memory pool per stage: a graph of one pool can reuse the temporaries of the others of its
+  // pool, which replay in other calls, while the text graph's outputs must outlive the decoder's
+  // replay in the same call (they are returned with its mel).
+  c10::cuda::MempoolId_t pool, text_pool;
   std::map<Shape, Entry> entries;
+  std::map<TextShape, TextEntry> text_entries;
   uint64_t calls = 0;
 
-  Impl(models::GlowTTS m, size_t max, int eager)
-      : model(std::move(m)), max_graphs(max), eager_uses(eager),
-        device(model->parameters().front().device()), pool(at::cuda::graph_pool_handle()) {}
+  Impl(models::GlowTTS m, size_t max, int eager, bool text)
+      : model(std::move(m)), max_graphs(max), eager_uses(eager), graph_text(text),
+        device(model->parameters().front().device()),
+        pool(at::cuda::graph_pool_handle()),
+        text_pool(at::cuda::graph_pool_handle()) {}
 
   void decode(Entry& e) { e.y = model->decoder->forward(e.z, e.z_mask, e.g, /*reverse=*/true).first; }
 
@@ -70,22 +106,69 @@ struct GraphedInference::Impl {
       entries.erase(shape);
       throw;
     }
-    // The least recently used graph goes past max_graphs, after the capture (see graphed_step).
-    if (entries.size() > max_graphs) {
-      auto oldest = entries.end();
-      for (auto i = entries.begin(); i != entries.end(); ++i) {
-        if (&i->second != &e && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
-      }
-      entries.erase(oldest);
-    }
+    drop_oldest(entries, max_graphs, e);
     return &e;
+  }
+
+  void encode(TextEntry& e) { e.out = model->infer_durations(e.text, e.text_lengths, e.g, e.length_scale); }
+
+  // infer_lengths() with the encoder and the durations replayed from the text shape's graph
+  // (eagerly while the shape has run fewer than eager_uses times).
+  models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,
+                                  const torch::Tensor& speakers, double length_scale) {
+    const auto text = text_in.to(device);
+    const auto text_lengths = text_lengths_in.to(device, torch::kLong);
+    const auto g = model->speaker_vector(speakers, text.size(0));
+    const int64_t b = text.size(0), t = text.size(1);
+    const TextShape shape{b, (t + kTextMultiple - 1) / kTextMultiple * kTextMultiple, g.defined()};
+    auto it = text_entries.find(shape);
+    if (!graph_text || (it == text_entries.end() && text_eager_runs[shape]++ < eager_uses)) {
+      return model->infer_lengths(text, text_lengths, speakers, length_scale);
+    }
+    TextEntry* e = it == text_entries.end() ? nullptr : &it->second;
+    // Tokens past t keep an earlier text's: text_lengths masks them out of every valid
+    // position (the encoder masks before each convolution and in attention), as the test's
+    // shorter text after a longer one checks.
+    const auto fill = [&](TextEntry& entry) {
+      entry.text.narrow(1, 0, t).copy_(text);
+      entry.text_lengths.copy_(text_lengths);
+      if (g.defined()) entry.g.copy_(g);
+      entry.length_scale.fill_(length_scale);
+    };
+    if (e == nullptr) {
+      text_eager_runs.erase(shape);
+      TextEntry& fresh = text_entries[shape];
+      fresh.text = torch::zeros({b, std::get<1>(shape)}, text.options());
+      fresh.text_lengths = text_lengths.clone();
+      if (g.defined()) fresh.g = g.clone();
+      fresh.length_scale = torch::zeros({}, text.options().dtype(torch::kFloat64));
+      fill(fresh);
+      try {
+        fresh.graph = record_graph(device, text_pool, [&] { encode(fresh); }, [&] { encode(fresh); });
+      } catch (...) {
+        text_entries.erase(shape);
+        throw;
+      }
+      drop_oldest(text_entries, max_graphs, fresh);
+      e = &fresh;
+    } else {
+      fill(*e);
+    }
+    e->graph->replay();
+    e->last_used = ++calls;
+    // Cut back to the text's tokens: the padding tokens are masked, with no frames.
+    models::InferenceOutput out = e->out;
+    for (auto* x : {&out.w_ceil, &out.logw, &out.x_m, &out.x_logs, &out.x_mask}) *x = x->narrow(2, 0, t);
+    out.max_frames = out.y_lengths.max().item<int64_t>();
+    return out;
   }
 };
 #else
 struct GraphedInference::Impl {};
 #endif
 
-GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple, size_t max_graphs, int eager_uses)
+GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple, size_t max_graphs, int eager_uses,
+                                   bool graph_text)
     : frame_multiple_(frame_multiple) {
   const auto device = model->parameters().front().device();
   if (!supported(device)) throw UserError("graphed inference needs a CUDA device (got " + device.str() + ")");
@@ -94,7 +177,7 @@ GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple
         "graphed inference: frame_multiple must be a positive multiple of n_sqz, max_graphs >= 1, eager_uses >= 0");
   }
 #ifdef MONOFLOW_HAS_CUDA
-  impl_ = std::make_unique<Impl>(std::move(model), max_graphs, eager_uses);
+  impl_ = std::make_unique<Impl>(std::move(model), max_graphs, eager_uses, graph_text);
 #endif
 }
 
@@ -106,7 +189,9 @@ models::InferenceOutput GraphedInference::infer(const torch::Tensor& text, const
 #ifdef MONOFLOW_HAS_CUDA
   torch::NoGradGuard no_grad;
   const c10::cuda::CUDAGuard guard(impl_->device);
-  return decode(impl_->model->infer_prior(text, text_lengths, speakers, noise_scale, length_scale, frame_multiple_));
+  models::InferenceOutput out = impl_->lengths(text, text_lengths, speakers, length_scale);
+  impl_->model->infer_expand(out, noise_scale, frame_multiple_);
+  return decode(std::move(out));
 #else
   (void)text, (void)text_lengths, (void)speakers, (void)noise_scale, (void)length_scale;
   throw UserError("graphed inference needs a CUDA build");
@@ -135,6 +220,26 @@ models::InferenceOutput GraphedInference::decode(models::InferenceOutput out) {
 #else
   (void)out;
   throw UserError("graphed inference needs a CUDA build");
+#endif
+}
+
+models::InferenceOutput GraphedInference::infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                                                       const torch::Tensor& speakers, double length_scale) {
+#ifdef MONOFLOW_HAS_CUDA
+  torch::NoGradGuard no_grad;
+  const c10::cuda::CUDAGuard guard(impl_->device);
+  return impl_->lengths(text, text_lengths, speakers, length_scale);
+#else
+  (void)text, (void)text_lengths, (void)speakers, (void)length_scale;
+  throw UserError("graphed inference needs a CUDA build");
+#endif
+}
+
+size_t GraphedInference::text_graphs() const {
+#ifdef MONOFLOW_HAS_CUDA
+  return impl_->text_entries.size();
+#else
+  return 0;
 #endif
 }
 

@@ -146,6 +146,11 @@ torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor
   return torch::ceil(torch::exp(logw) * x_mask * length_scale);
 }
 
+torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor& x_mask,
+                                  const torch::Tensor& length_scale) {
+  return torch::ceil(torch::exp(logw) * x_mask * length_scale.to(x_mask.scalar_type()));
+}
+
 InferenceOutput GlowTTSImpl::infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                    const torch::Tensor& speakers, double noise_scale, double length_scale) {
   InferenceOutput out = infer_prior(text, text_lengths, speakers, noise_scale, length_scale);
@@ -161,20 +166,27 @@ InferenceOutput GlowTTSImpl::infer_prior(const torch::Tensor& text, const torch:
   return out;
 }
 
-InferenceOutput GlowTTSImpl::infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
+InferenceOutput GlowTTSImpl::infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                            const torch::Tensor& speakers, double length_scale) {
   const auto device = encoder->parameters().front().device();
+  const auto scale = torch::full({}, length_scale, torch::TensorOptions().device(device).dtype(torch::kFloat64));
+  InferenceOutput out = infer_durations(text.to(device), text_lengths.to(device, torch::kLong),
+                                        speaker_vector(speakers, text.size(0)), scale);
+  out.max_frames = out.y_lengths.max().item<int64_t>();
+  return out;
+}
+
+InferenceOutput GlowTTSImpl::infer_durations(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                                             const torch::Tensor& g, const torch::Tensor& length_scale) {
   const int64_t n_sqz = options_.n_sqz();
-  auto text_lengths = text_lengths_in.to(device, torch::kLong);
   InferenceOutput out;
-  out.g = speaker_vector(speakers, text.size(0));
-  auto enc = encoder->forward(text.to(device), text_lengths, out.g);
+  out.g = g;
+  auto enc = encoder->forward(text, text_lengths, g);
   out.w_ceil = inference_durations(enc.logw, enc.x_mask, length_scale);
   auto y_lengths = torch::clamp_min(out.w_ceil.sum({1, 2}), 1).to(torch::kLong);
   // The original cuts to a multiple of n_sqz, which leaves 0 frames for a 1-frame utterance
   // (and then fails on empty tensors); here such an utterance keeps n_sqz frames.
   out.y_lengths = torch::clamp_min(torch::div(y_lengths, n_sqz, "floor") * n_sqz, n_sqz);
-  out.max_frames = out.y_lengths.max().item<int64_t>();
   out.logw = enc.logw;
   out.x_m = enc.x_m;
   out.x_logs = enc.x_logs;

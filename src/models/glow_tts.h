@@ -91,6 +91,11 @@ class GlowTTSImpl : public torch::nn::Module {
                                 const torch::Tensor& speakers = {}, double length_scale = 1.0);
   void infer_expand(InferenceOutput& out, double noise_scale, int64_t frame_multiple = 1,
                     const torch::Tensor& noise = {});
+  // infer_lengths() on the device alone, so that a CUDA graph can hold it: text and
+  // text_lengths on the model's device, g from speaker_vector(), length_scale a 0-dim float64
+  // tensor on the device; max_frames is left 0 (reading it is the one host wait).
+  InferenceOutput infer_durations(const torch::Tensor& text, const torch::Tensor& text_lengths,
+                                  const torch::Tensor& g, const torch::Tensor& length_scale);
 
   // DDI switch: true makes every ActNorm initialise itself from the next batch it sees.
   void set_ddi(bool ddi);
@@ -124,5 +129,9 @@ torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& 
 // [B, 1, T]. infer() expands the prior with it; callers that must know the output length before
 // the decoder runs (a frame budget, a target length) sum it.
 torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor& x_mask, double length_scale);
+// The same with the scale in a 0-dim device tensor (a graph replays it with any value); equal
+// values, since a scalar factor is rounded to the mask's dtype as this tensor is.
+torch::Tensor inference_durations(const torch::Tensor& logw, const torch::Tensor& x_mask,
+                                  const torch::Tensor& length_scale);
 
 }  // namespace monoflow::models

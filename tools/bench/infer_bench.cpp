@@ -44,9 +44,11 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precisions: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
-  if (mode != "eager" && mode != "graph") throw UserError("--modes: unknown '" + mode + "'; use eager or graph");
-  if (mode == "graph" && !GraphedInference::supported(s.device)) {
-    throw UserError("--modes graph needs a CUDA device (got " + s.device.str() + ")");
+  if (mode != "eager" && mode != "graph" && mode != "graph-decoder") {
+    throw UserError("--modes: unknown '" + mode + "'; use eager, graph or graph-decoder");
+  }
+  if (mode != "eager" && !GraphedInference::supported(s.device)) {
+    throw UserError("--modes " + mode + " needs a CUDA device (got " + s.device.str() + ")");
   }
   if (o.symbols < 1 || o.batch < 1 || o.target_frames < 1 || s.timed < 1 || s.warmup < 0) {
     throw UserError("bench_inference: symbols, batch, frames and calls must be positive");
@@ -74,7 +76,9 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   torch::NoGradGuard no_grad;
   const Bf16Autocast autocast(precision == "bf16", s.device);
   std::unique_ptr<GraphedInference> graphed;
-  if (mode == "graph") graphed = std::make_unique<GraphedInference>(model);
+  if (mode != "eager") {
+    graphed = std::make_unique<GraphedInference>(model, 64, 8, 0, /*graph_text=*/mode == "graph");
+  }
   std::vector<double> ms;
   for (int i = 0; i < s.warmup + s.timed; ++i) {
     align::synchronize(s.device);

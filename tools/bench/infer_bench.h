@@ -6,9 +6,11 @@
 // and the frame count is reported. 3 warm-up calls, then the median of 20, the device
 // synchronised around each call; per precision (tf32, fp32, bf16 autocast).
 //
-// Two modes: "eager" (GlowTTS::infer, op by op) and "graph" (GraphedInference: the encoder and
-// the prior eager, the decoder's reverse pass replayed as a CUDA graph recorded in the first
-// warm-up call; the output length is read back once in both, between encoder and decoder).
+// Modes: "eager" (GlowTTS::infer, op by op); "graph" (GraphedInference: the encoder and the
+// durations replayed as one CUDA graph, the prior expanded eagerly, the decoder's reverse pass
+// replayed as another, both recorded in the first warm-up call); "graph-decoder" (the decoder's
+// graph alone, the encoder eager: what the text graph saves). The output length is read back
+// once in every mode, between encoder and decoder.
 // With batch > 1 the same sentence runs `batch` times at once, as synthesize --text-file's
 // batches of equal lengths would.
 #pragma once
@@ -36,7 +38,7 @@ struct InferBenchOptions {
 
 struct InferBenchRow {
   std::string precision;
-  std::string mode;          // eager | graph
+  std::string mode;          // eager | graph | graph-decoder
   int symbols = 0;
   int batch = 1;
   int frames = 0;            // mel frames of the output (per utterance)
