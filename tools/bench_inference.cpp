@@ -1,7 +1,7 @@
 // bench_inference: the inference benchmark of docs/design.md ("Benchmark specifications:
 // Inference"; tools/bench/infer_bench.h): one 100-symbol sentence to a ~1,800-frame mel, per
 // precision, as CSV on stdout (and --csv FILE) plus a table on stderr.
-//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph,graph-decoder]
+//   bench_inference [--config configs/ljspeech.yaml] [--precisions tf32,bf16] [--modes eager,graph,graph-text,graph-decoder]
 //                   [--device cuda] [--csv out.csv] [--batch 16] [--profile trace.json]
 // --batch N runs the sentence N times at once (synthesize --text-file's batches; frames/s counts
 // all N).
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--precisions", precisions, "tf32, fp32, bf16")
       ->delimiter(',')
       ->default_str("tf32,bf16 on a GPU, fp32 on the CPU");
-  app.add_option("--modes", modes, "eager, graph, graph-decoder")
+  app.add_option("--modes", modes, "eager, graph, graph-text, graph-decoder")
       ->delimiter(',')
       ->default_str("eager,graph on a GPU, eager on the CPU");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");

@@ -25,159 +25,233 @@ bool GraphedInference::supported(const torch::Device& device) {
 #ifdef MONOFLOW_HAS_CUDA
 namespace {
 
-// Past max_graphs the least recently used entry goes, all but `kept`, after the capture: a
-// graph alive keeps the shared pool alive, which the capture needed (see graphed_step).
-template <typename Map>
-void drop_oldest(Map& entries, size_t max_graphs, const typename Map::mapped_type& kept) {
-  if (entries.size() <= max_graphs) return;
-  auto oldest = entries.end();
-  for (auto i = entries.begin(); i != entries.end(); ++i) {
-    if (&i->second != &kept && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
+// Where and how a stage records its graphs.
+struct Recorder {
+  torch::Device device;
+  c10::cuda::MempoolId_t pool;
+  size_t max_graphs;
+  int eager_uses;
+};
+
+// One stage's graphs by shape. Entry: a struct with `graph` and `last_used`.
+template <typename Key, typename Entry>
+struct GraphCache {
+  std::map<Key, Entry> entries;
+  std::map<Key, int> eager_runs;  // shapes without a graph yet: how often each ran eagerly
+
+  // The entry for `key` with the call's inputs copied in (`fill`), recorded at the key's
+  // (eager_uses + 1)-th use (`allocate` gives it its input tensors, `body` is what the graph
+  // holds); null while the key still runs eagerly. Past max_graphs the least recently used
+  // other entry goes, after the capture (see drop_oldest).
+  template <typename Allocate, typename Fill, typename Body>
+  Entry* find_or_record(const Key& key, const Recorder& r, Allocate&& allocate, Fill&& fill, Body&& body) {
+    auto it = entries.find(key);
+    if (it != entries.end()) {
+      fill(it->second);
+      return &it->second;
+    }
+    if (eager_runs[key]++ < r.eager_uses) return nullptr;
+    eager_runs.erase(key);
+    Entry& e = entries[key];
+    try {
+      allocate(e);
+      fill(e);
+      e.graph = record_graph(r.device, r.pool, [&] { body(e); }, [&] { body(e); });
+    } catch (...) {
+      entries.erase(key);
+      throw;
+    }
+    drop_oldest(entries, r.max_graphs, e);
+    return &e;
   }
-  entries.erase(oldest);
+};
+
+template <typename Entry>
+void replay(Entry& e, uint64_t& clock) {
+  e.graph->replay();
+  e.last_used = ++clock;
 }
+
+int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 }  // namespace
 
 struct GraphedInference::Impl {
-  // The decoder's inputs and output for one shape, and its graph.
-  struct Entry {
-    torch::Tensor z, z_mask, g, y;
+  // The prior for one frame bucket of a text graph: inputs (the noise padded to the bucket,
+  // the noise scale; the rest are the text graph's outputs) and outputs (expand_prior's).
+  struct PriorEntry {
+    torch::Tensor noise, noise_scale;
+    models::InferenceOutput out;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     uint64_t last_used = 0;
   };
-  using Shape = std::tuple<int64_t, int64_t, bool>;  // batch, padded frames, speakers
 
   // The encoder and the durations for one text shape: inputs (text padded with zeros to a
   // multiple of kTextMultiple tokens, its lengths, g, the length scale) and outputs
-  // (infer_durations, over the padded tokens), and its graph.
+  // (infer_durations, over the padded tokens), its graph, and the prior graphs that read its
+  // outputs (declared after them, so destroyed first).
   struct TextEntry {
     torch::Tensor text, text_lengths, g, length_scale;
     models::InferenceOutput out;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     uint64_t last_used = 0;
+    GraphCache<int64_t, PriorEntry> priors;  // by padded frames
   };
   using TextShape = std::tuple<int64_t, int64_t, bool>;  // batch, padded tokens, speakers
   static constexpr int64_t kTextMultiple = 16;
 
+  // The decoder's inputs and output for one shape, and its graph.
+  struct DecoderEntry {
+    torch::Tensor z, z_mask, g, y;
+    std::unique_ptr<at::cuda::CUDAGraph> graph;
+    uint64_t last_used = 0;
+  };
+  using DecoderShape = std::tuple<int64_t, int64_t, bool>;  // batch, padded frames, speakers
+
   models::GlowTTS model;
-  size_t max_graphs;
-  int eager_uses;
-  bool graph_text;
-  std::map<Shape, int> eager_runs;  // shapes without a graph yet: how often each ran eagerly
-  std::map<TextShape, int> text_eager_runs;
+  GraphedInferenceOptions options;
   torch::Device device;
-  // One memory pool per stage: a graph of one pool can reuse the temporaries of the others of its
-  // pool, which replay in other calls, while the text graph's outputs must outlive the decoder's
-  // replay in the same call (they are returned with its mel).
-  c10::cuda::MempoolId_t pool, text_pool;
-  std::map<Shape, Entry> entries;
-  std::map<TextShape, TextEntry> text_entries;
-  uint64_t calls = 0;
+  // One memory pool for the decoder, one for the text and prior graphs: a graph can reuse the
+  // temporaries of the others of its pool, which replay at other times, while the text and
+  // prior graphs' outputs must outlive the decoder's replay in the same call (they are returned
+  // with its mel). A prior graph replays right after its text graph, whose outputs it reads.
+  Recorder decoder_recorder, text_recorder, prior_recorder;
+  GraphCache<TextShape, TextEntry> texts;
+  GraphCache<DecoderShape, DecoderEntry> decoders;
+  TextEntry* last_text = nullptr;  // whose outputs infer_lengths() returned last; null: eager
+  uint64_t clock = 0;
 
-  Impl(models::GlowTTS m, size_t max, int eager, bool text)
-      : model(std::move(m)), max_graphs(max), eager_uses(eager), graph_text(text),
-        device(model->parameters().front().device()),
-        pool(at::cuda::graph_pool_handle()),
-        text_pool(at::cuda::graph_pool_handle()) {}
+  Impl(models::GlowTTS m, const GraphedInferenceOptions& o)
+      : model(std::move(m)), options(o), device(model->parameters().front().device()),
+        decoder_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
+        text_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
+        prior_recorder{text_recorder} {}
 
-  void decode(Entry& e) { e.y = model->decoder->forward(e.z, e.z_mask, e.g, /*reverse=*/true).first; }
-
-  // The graph's entry for the prior's shape, its inputs filled in; null while the shape still
-  // runs eagerly (eager_uses).
-  Entry* entry_for(const models::InferenceOutput& prior) {
-    const Shape shape{prior.z.size(0), prior.z.size(2), prior.g.defined()};
-    auto it = entries.find(shape);
-    if (it != entries.end()) {
-      it->second.z.copy_(prior.z);
-      it->second.z_mask.copy_(prior.z_mask);
-      if (prior.g.defined()) it->second.g.copy_(prior.g);
-      return &it->second;
-    }
-    if (eager_runs[shape]++ < eager_uses) return nullptr;
-    eager_runs.erase(shape);
-    Entry& e = entries[shape];
-    e.z = prior.z.clone();
-    e.z_mask = prior.z_mask.clone();
-    if (prior.g.defined()) e.g = prior.g.clone();
-    try {
-      e.graph = record_graph(device, pool, [&] { decode(e); }, [&] { decode(e); });
-    } catch (...) {
-      entries.erase(shape);
-      throw;
-    }
-    drop_oldest(entries, max_graphs, e);
-    return &e;
-  }
-
-  void encode(TextEntry& e) { e.out = model->infer_durations(e.text, e.text_lengths, e.g, e.length_scale); }
-
-  // infer_lengths() with the encoder and the durations replayed from the text shape's graph
-  // (eagerly while the shape has run fewer than eager_uses times).
+  // infer_lengths() with the encoder and the durations replayed from the text shape's graph.
   models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,
                                   const torch::Tensor& speakers, double length_scale) {
+    last_text = nullptr;
     const auto text = text_in.to(device);
     const auto text_lengths = text_lengths_in.to(device, torch::kLong);
-    const auto g = model->speaker_vector(speakers, text.size(0));
     const int64_t b = text.size(0), t = text.size(1);
-    const TextShape shape{b, (t + kTextMultiple - 1) / kTextMultiple * kTextMultiple, g.defined()};
-    auto it = text_entries.find(shape);
-    if (!graph_text || (it == text_entries.end() && text_eager_runs[shape]++ < eager_uses)) {
-      return model->infer_lengths(text, text_lengths, speakers, length_scale);
-    }
-    TextEntry* e = it == text_entries.end() ? nullptr : &it->second;
+    if (!options.graph_text()) return model->infer_lengths(text, text_lengths, speakers, length_scale);
+    const torch::Tensor g = model->speaker_vector(speakers, b);
+    const TextShape shape{b, round_up(t, kTextMultiple), g.defined()};
+    const auto allocate = [&](TextEntry& e) {
+      e.text = torch::zeros({b, std::get<1>(shape)}, text.options());
+      e.text_lengths = torch::empty_like(text_lengths);
+      if (g.defined()) e.g = torch::empty_like(g);
+      e.length_scale = torch::zeros({}, text.options().dtype(torch::kFloat64));
+    };
     // Tokens past t keep an earlier text's: text_lengths masks them out of every valid
     // position (the encoder masks before each convolution and in attention), as the test's
     // shorter text after a longer one checks.
-    const auto fill = [&](TextEntry& entry) {
-      entry.text.narrow(1, 0, t).copy_(text);
-      entry.text_lengths.copy_(text_lengths);
-      if (g.defined()) entry.g.copy_(g);
-      entry.length_scale.fill_(length_scale);
+    const auto fill = [&](TextEntry& e) {
+      e.text.narrow(1, 0, t).copy_(text);
+      e.text_lengths.copy_(text_lengths);
+      if (g.defined()) e.g.copy_(g);
+      e.length_scale.fill_(length_scale);
     };
-    if (e == nullptr) {
-      text_eager_runs.erase(shape);
-      TextEntry& fresh = text_entries[shape];
-      fresh.text = torch::zeros({b, std::get<1>(shape)}, text.options());
-      fresh.text_lengths = text_lengths.clone();
-      if (g.defined()) fresh.g = g.clone();
-      fresh.length_scale = torch::zeros({}, text.options().dtype(torch::kFloat64));
-      fill(fresh);
-      try {
-        fresh.graph = record_graph(device, text_pool, [&] { encode(fresh); }, [&] { encode(fresh); });
-      } catch (...) {
-        text_entries.erase(shape);
-        throw;
-      }
-      drop_oldest(text_entries, max_graphs, fresh);
-      e = &fresh;
-    } else {
-      fill(*e);
-    }
-    e->graph->replay();
-    e->last_used = ++calls;
+    const auto body = [&](TextEntry& e) {
+      e.out = model->infer_durations(e.text, e.text_lengths, e.g, e.length_scale);
+    };
+    TextEntry* e = texts.find_or_record(shape, text_recorder, allocate, fill, body);
+    if (e == nullptr) return model->infer_lengths(text, text_lengths, speakers, length_scale);
+    replay(*e, clock);
+    last_text = e;
     // Cut back to the text's tokens: the padding tokens are masked, with no frames.
     models::InferenceOutput out = e->out;
     for (auto* x : {&out.w_ceil, &out.logw, &out.x_m, &out.x_logs, &out.x_mask}) *x = x->narrow(2, 0, t);
     out.max_frames = out.y_lengths.max().item<int64_t>();
     return out;
   }
+
+  // Whether `out` holds the last text graph's outputs, so that its prior graph can read them.
+  bool from_text_graph(const models::InferenceOutput& out) const {
+    if (last_text == nullptr || !options.graph_prior()) return false;
+    const models::InferenceOutput& g = last_text->out;
+    return out.w_ceil.defined() && out.x_m.defined() && out.x_logs.defined() && out.x_mask.defined() &&
+           out.y_lengths.defined() && out.w_ceil.data_ptr() == g.w_ceil.data_ptr() &&
+           out.x_m.data_ptr() == g.x_m.data_ptr() && out.x_logs.data_ptr() == g.x_logs.data_ptr() &&
+           out.x_mask.data_ptr() == g.x_mask.data_ptr() && out.y_lengths.data_ptr() == g.y_lengths.data_ptr();
+  }
+
+  // infer_expand() for `out`: replayed from its text graph's prior graph for the frame bucket,
+  // or eagerly (not the last text graph's outputs, or the bucket's eager uses).
+  void expand(models::InferenceOutput& out, double noise_scale, const torch::Tensor& noise_in) {
+    const int64_t frame_multiple = options.frame_multiple();
+    const int64_t y_max = round_up(out.max_frames, frame_multiple);
+    PriorEntry* p = nullptr;
+    if (from_text_graph(out)) {
+      TextEntry& t = *last_text;
+      const std::vector<int64_t> noise_shape{out.x_m.size(0), out.x_m.size(1), out.max_frames};
+      TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "GraphedInference::decode: noise must be [B, n_mels, ",
+                  out.max_frames, "], got ", noise_in.sizes());
+      const auto allocate = [&](PriorEntry& e) {
+        e.noise = torch::zeros({noise_shape[0], noise_shape[1], y_max}, t.out.x_mask.options());
+        e.noise_scale = torch::zeros({}, e.noise.options());
+      };
+      const auto fill = [&](PriorEntry& e) {
+        // Drawn as infer_expand draws them: the valid frames only, in the mask's dtype.
+        const auto noise = noise_in.defined() ? noise_in : torch::randn(noise_shape, e.noise.options());
+        e.noise.narrow(2, 0, out.max_frames).copy_(noise);
+        e.noise_scale.fill_(noise_scale);
+      };
+      const auto body = [&](PriorEntry& e) {
+        e.out = t.out;
+        model->expand_prior(e.out, y_max, e.noise, e.noise_scale);
+      };
+      p = t.priors.find_or_record(y_max, prior_recorder, allocate, fill, body);
+    }
+    if (p == nullptr) {
+      model->infer_expand(out, noise_scale, frame_multiple, noise_in);
+      return;
+    }
+    replay(*p, clock);
+    out.z = p->out.z;
+    out.z_m = p->out.z_m;
+    out.z_logs = p->out.z_logs;
+    out.z_mask = p->out.z_mask;
+    out.attn = p->out.attn.narrow(1, 0, out.x_m.size(2));  // [B, tokens, frames]: the text's tokens
+  }
+
+  // The decoder's reverse pass over the padded prior: its graph's output, or eager.
+  torch::Tensor decode(const models::InferenceOutput& prior) {
+    const DecoderShape shape{prior.z.size(0), prior.z.size(2), prior.g.defined()};
+    const auto allocate = [&](DecoderEntry& e) {
+      e.z = torch::empty_like(prior.z);
+      e.z_mask = torch::empty_like(prior.z_mask);
+      if (prior.g.defined()) e.g = torch::empty_like(prior.g);
+    };
+    const auto fill = [&](DecoderEntry& e) {
+      e.z.copy_(prior.z);
+      e.z_mask.copy_(prior.z_mask);
+      if (prior.g.defined()) e.g.copy_(prior.g);
+    };
+    const auto body = [&](DecoderEntry& e) {
+      e.y = model->decoder->forward(e.z, e.z_mask, e.g, /*reverse=*/true).first;
+    };
+    DecoderEntry* e = decoders.find_or_record(shape, decoder_recorder, allocate, fill, body);
+    if (e == nullptr) return model->decoder->forward(prior.z, prior.z_mask, prior.g, /*reverse=*/true).first;
+    replay(*e, clock);
+    return e->y;
+  }
 };
 #else
 struct GraphedInference::Impl {};
 #endif
 
-GraphedInference::GraphedInference(models::GlowTTS model, int64_t frame_multiple, size_t max_graphs, int eager_uses,
-                                   bool graph_text)
-    : frame_multiple_(frame_multiple) {
+GraphedInference::GraphedInference(models::GlowTTS model, const GraphedInferenceOptions& options)
+    : options_(options) {
   const auto device = model->parameters().front().device();
   if (!supported(device)) throw UserError("graphed inference needs a CUDA device (got " + device.str() + ")");
-  if (frame_multiple < 1 || frame_multiple % model->options().n_sqz() != 0 || max_graphs < 1 || eager_uses < 0) {
+  if (options.frame_multiple() < 1 || options.frame_multiple() % model->options().n_sqz() != 0 ||
+      options.max_graphs() < 1 || options.eager_uses() < 0) {
     throw UserError(
         "graphed inference: frame_multiple must be a positive multiple of n_sqz, max_graphs >= 1, eager_uses >= 0");
   }
 #ifdef MONOFLOW_HAS_CUDA
-  impl_ = std::make_unique<Impl>(std::move(model), max_graphs, eager_uses, graph_text);
+  impl_ = std::make_unique<Impl>(std::move(model), options);
 #endif
 }
 
@@ -186,41 +260,7 @@ GraphedInference::~GraphedInference() = default;
 models::InferenceOutput GraphedInference::infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                                 const torch::Tensor& speakers, double noise_scale,
                                                 double length_scale) {
-#ifdef MONOFLOW_HAS_CUDA
-  torch::NoGradGuard no_grad;
-  const c10::cuda::CUDAGuard guard(impl_->device);
-  models::InferenceOutput out = impl_->lengths(text, text_lengths, speakers, length_scale);
-  impl_->model->infer_expand(out, noise_scale, frame_multiple_);
-  return decode(std::move(out));
-#else
-  (void)text, (void)text_lengths, (void)speakers, (void)noise_scale, (void)length_scale;
-  throw UserError("graphed inference needs a CUDA build");
-#endif
-}
-
-models::InferenceOutput GraphedInference::decode(models::InferenceOutput out) {
-#ifdef MONOFLOW_HAS_CUDA
-  torch::NoGradGuard no_grad;
-  const c10::cuda::CUDAGuard guard(impl_->device);
-  TORCH_CHECK(out.z.size(2) % frame_multiple_ == 0, "GraphedInference::decode: the prior's frames (", out.z.size(2),
-              ") must be padded to a multiple of ", frame_multiple_);
-  torch::Tensor y;
-  if (auto* e = impl_->entry_for(out)) {
-    e->graph->replay();
-    e->last_used = ++impl_->calls;
-    y = e->y;
-  } else {
-    y = impl_->model->decoder->forward(out.z, out.z_mask, out.g, /*reverse=*/true).first;
-  }
-  // Cut back to infer()'s shapes: the bucket's padding frames are masked zeros.
-  const int64_t n = out.max_frames;
-  out.y = y.narrow(2, 0, n);
-  for (auto* t : {&out.z, &out.z_m, &out.z_logs, &out.z_mask, &out.attn}) *t = t->narrow(2, 0, n);
-  return out;
-#else
-  (void)out;
-  throw UserError("graphed inference needs a CUDA build");
-#endif
+  return decode(infer_lengths(text, text_lengths, speakers, length_scale), noise_scale);
 }
 
 models::InferenceOutput GraphedInference::infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
@@ -235,17 +275,45 @@ models::InferenceOutput GraphedInference::infer_lengths(const torch::Tensor& tex
 #endif
 }
 
-size_t GraphedInference::text_graphs() const {
+models::InferenceOutput GraphedInference::decode(models::InferenceOutput out, double noise_scale,
+                                                 const torch::Tensor& noise) {
 #ifdef MONOFLOW_HAS_CUDA
-  return impl_->text_entries.size();
+  torch::NoGradGuard no_grad;
+  const c10::cuda::CUDAGuard guard(impl_->device);
+  impl_->expand(out, noise_scale, noise);
+  const torch::Tensor y = impl_->decode(out);
+  // Cut back to infer()'s shapes: the bucket's padding frames are masked zeros.
+  const int64_t n = out.max_frames;
+  out.y = y.narrow(2, 0, n);
+  for (auto* t : {&out.z, &out.z_m, &out.z_logs, &out.z_mask, &out.attn}) *t = t->narrow(2, 0, n);
+  return out;
 #else
-  return 0;
+  (void)out, (void)noise_scale, (void)noise;
+  throw UserError("graphed inference needs a CUDA build");
 #endif
 }
 
 size_t GraphedInference::graphs() const {
 #ifdef MONOFLOW_HAS_CUDA
-  return impl_->entries.size();
+  return impl_->decoders.entries.size();
+#else
+  return 0;
+#endif
+}
+
+size_t GraphedInference::text_graphs() const {
+#ifdef MONOFLOW_HAS_CUDA
+  return impl_->texts.entries.size();
+#else
+  return 0;
+#endif
+}
+
+size_t GraphedInference::prior_graphs() const {
+#ifdef MONOFLOW_HAS_CUDA
+  size_t n = 0;
+  for (const auto& [shape, e] : impl_->texts.entries) n += e.priors.entries.size();
+  return n;
 #else
   return 0;
 #endif

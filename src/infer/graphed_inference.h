@@ -1,11 +1,14 @@
-// Synthesis with the flow decoder's reverse pass replayed as a CUDA graph.
+// Synthesis with the model's inference replayed as CUDA graphs.
 //
 // One sentence is thousands of small kernels, so eager inference on a GPU is bound by the host
-// launching them (docs/benchmarks.md, "Inference"). Two graphs a call: the encoder and the
-// durations replay one recorded per (batch, tokens rounded up to 16, speakers or not); the
-// output length is read back once, as infer() does anyway; the prior is expanded and sampled
-// eagerly (a few ops); the decoder, the bulk of the work, replays a graph recorded per (batch,
-// frames rounded up to frame_multiple, speakers or not), a batch of utterances as well as one.
+// launching them (docs/benchmarks.md, "Inference"). Three graphs a call:
+//   - the encoder and the durations, one graph per (batch, tokens rounded up to 16, speakers or
+//     not); then the output length is read back once, as infer() does anyway;
+//   - the prior expanded along the durations and sampled, one graph per text graph and frame
+//     bucket, reading the text graph's outputs where they lie; the noise is drawn outside it
+//     (the same draws as GlowTTS::infer's) and copied in;
+//   - the decoder's reverse pass, the bulk of the work, one graph per (batch, frames rounded up
+//     to frame_multiple, speakers or not), a batch of utterances as well as one.
 // Padding tokens and frames are masked everywhere, so the valid frames equal GlowTTS::infer's
 // (tests/infer/test_graphed_inference.cpp).
 //
@@ -14,6 +17,7 @@
 //   auto out = synth.infer(text, lengths, {}, 0.667, 1.0);   // out.y valid until the next call
 #pragma once
 
+#include <torch/arg.h>
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -23,44 +27,56 @@
 
 namespace monoflow::train {
 
+struct GraphedInferenceOptions {
+  // The decoder's frames are padded up to a multiple of this (a multiple of n_sqz): one graph
+  // per bucket.
+  TORCH_ARG(int64_t, frame_multiple) = 64;
+  // Graphs kept per stage (and prior graphs per text graph), the least recently used dropped.
+  TORCH_ARG(size_t, max_graphs) = 8;
+  // How many times a shape runs eagerly before its graph is recorded. 0 records at once (a
+  // benchmark replaying one shape); synthesis of a file passes 1, since recording costs a
+  // warm-up with cuDNN's benchmark mode plus the capture, which a shape seen once never earns back.
+  TORCH_ARG(int, eager_uses) = 0;
+  // false runs the encoder and the durations eagerly, and with them the prior (bench_inference's
+  // graph-decoder mode); graph_prior false only the prior (its graph-text mode).
+  TORCH_ARG(bool, graph_text) = true;
+  TORCH_ARG(bool, graph_prior) = true;
+};
+
 class GraphedInference {
  public:
-  // eager_uses: how many times a shape runs eagerly before its graph is recorded. 0 records at
-  // once (a benchmark replaying one shape); synthesis of a file passes 1, since recording costs a
-  // warm-up with cuDNN's benchmark mode plus the capture, which a shape seen once never earns back.
-  // graph_text false runs the encoder and the durations eagerly (bench_inference's graph-decoder
-  // mode: what the text graph saves).
-  explicit GraphedInference(models::GlowTTS model, int64_t frame_multiple = 64, size_t max_graphs = 8,
-                            int eager_uses = 0, bool graph_text = true);
+  explicit GraphedInference(models::GlowTTS model, const GraphedInferenceOptions& options = {});
   ~GraphedInference();
   GraphedInference(const GraphedInference&) = delete;
   GraphedInference& operator=(const GraphedInference&) = delete;
 
   static bool supported(const torch::Device& device);
 
-  // As GlowTTS::infer (no gradient): y [B, n_mels, max_frames] is a view of the graph's output,
-  // overwritten by the next call.
+  // As GlowTTS::infer (no gradient): the tensors are views of the graphs' outputs, overwritten
+  // by the next call.
   models::InferenceOutput infer(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                 const torch::Tensor& speakers = {}, double noise_scale = 1.0,
                                 double length_scale = 1.0);
 
-  // GlowTTS::infer_lengths with the encoder and the durations replayed as a graph: the tensors
-  // are views of the graph's outputs, overwritten by the next call.
+  // infer() in its two halves, as GlowTTS::infer_lengths and infer_expand, for a caller that
+  // checks the lengths or draws the noise itself (infer/synthesis.h):
+  // infer_lengths() replays the text graph; decode() expands and samples the prior (`noise` as
+  // infer_expand's: [B, n_mels, max_frames] or undefined) and replays the decoder's graph. The
+  // prior replays a graph when `lengths` is infer_lengths()'s last output (its tensors, possibly
+  // changed in place); from elsewhere (GlowTTS::infer_lengths) it is expanded eagerly.
   models::InferenceOutput infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                         const torch::Tensor& speakers = {}, double length_scale = 1.0);
+  models::InferenceOutput decode(models::InferenceOutput lengths, double noise_scale,
+                                 const torch::Tensor& noise = {});
 
-  // The decoder's part of infer(): `prior` from model->infer_prior or infer_expand with
-  // frame_multiple(), cut back to prior.max_frames with y filled in.
-  models::InferenceOutput decode(models::InferenceOutput prior);
-  int64_t frame_multiple() const { return frame_multiple_; }
-
-  size_t graphs() const;       // decoder graphs
-  size_t text_graphs() const;  // encoder and durations graphs
+  size_t graphs() const;        // decoder graphs
+  size_t text_graphs() const;   // encoder and durations graphs
+  size_t prior_graphs() const;  // prior graphs, over every text graph
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int64_t frame_multiple_;
+  GraphedInferenceOptions options_;
 };
 
 }  // namespace monoflow::train

@@ -185,8 +185,9 @@ struct Synthesizer::Loaded {
   int64_t step = 0;
   torch::Tensor speakers;
   std::optional<torch::jit::script::Module> vocoder;
-  // On a GPU the decoder replays a CUDA graph per (batch, 64-frame bucket) shape, recorded at a
-  // shape's second batch: the first runs eagerly (GraphedInference's eager_uses).
+  // On a GPU the encoder, the prior and the decoder replay CUDA graphs per (batch, 16-token
+  // bucket) and (batch, 64-frame bucket), recorded at a shape's second batch: the first runs
+  // eagerly (GraphedInference's eager_uses).
   std::unique_ptr<GraphedInference> graphed;
   bool speaker_pending = false;  // options.speaker was kSpeakerLater and set_speaker has not been called
 
@@ -232,7 +233,7 @@ Synthesizer::Synthesizer(const SynthesisOptions& o) {
   l.speaker_pending = o.speaker == kSpeakerLater;
   if (!o.vocoder.empty()) l.vocoder = load_vocoder(o.vocoder, l.device);
   if (GraphedInference::supported(l.device)) {
-    l.graphed = std::make_unique<GraphedInference>(l.model, /*frame_multiple=*/64, /*max_graphs=*/8, /*eager_uses=*/1);
+    l.graphed = std::make_unique<GraphedInference>(l.model, GraphedInferenceOptions().eager_uses(1));
   }
 }
 
@@ -309,8 +310,11 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     for (size_t k : batch) each.push_back(l.speaker(texts[k]));
     speakers = torch::tensor(each, torch::kInt64);
   }
+  // The graphs' outputs (l.graphed) are overwritten by the next batch: this one's are copied
+  // to the host before done() sees them.
   models::InferenceOutput out =
-      l.model->infer_lengths(text.to(l.device), lengths.to(l.device), speakers, o.length_scale);
+      l.graphed ? l.graphed->infer_lengths(text, lengths, speakers, o.length_scale)
+                : l.model->infer_lengths(text.to(l.device), lengths.to(l.device), speakers, o.length_scale);
 
   // The frame budget, per text, before the decoder runs.
   const std::vector<int64_t> frames = predicted_frames(out.w_ceil, l.model->options().n_sqz());
@@ -342,8 +346,7 @@ void Synthesizer::say_batch(const std::vector<Utterance>& texts, const std::vect
     draws.push_back(draw);
   }
   if (l.graphed) {
-    l.model->infer_expand(out, o.noise_scale, l.graphed->frame_multiple(), torch::stack(draws));
-    out = l.graphed->decode(std::move(out));
+    out = l.graphed->decode(std::move(out), o.noise_scale, torch::stack(draws));
   } else {
     l.model->infer_expand(out, o.noise_scale, 1, torch::stack(draws));
     out.y = l.model->decoder->forward(out.z, out.z_mask, out.g, /*reverse=*/true).first;

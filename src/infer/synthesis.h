@@ -89,8 +89,9 @@ struct Utterance {
 // say_all() runs the texts in batches of up to batch_size, longest (in tokens) first so that a
 // batch's texts pad little: encoder, durations and the decoder's reverse pass once per batch,
 // with each text's padding masked, then each mel cut to its own length and given to the
-// vocoder (Griffin-Lim, or --vocoder one mel at a time). On a GPU the decoder replays a CUDA
-// graph per (batch, 64-frame bucket) shape from the shape's second batch on (GraphedInference).
+// vocoder (Griffin-Lim, or --vocoder one mel at a time). On a GPU the encoder, the prior and
+// the decoder replay CUDA graphs per (batch, 16-token / 64-frame bucket) shape from the
+// shape's second batch on (GraphedInference).
 //
 // Noise: the k-th text draws its prior noise from its own CPU generator seeded with
 // splitmix64(options.seed, k), on the host, whatever the batch it runs in. So the output of a

@@ -199,19 +199,26 @@ void GlowTTSImpl::infer_expand(InferenceOutput& out, double noise_scale, int64_t
   TORCH_CHECK(frame_multiple == 1 || (frame_multiple > 1 && frame_multiple % options_.n_sqz() == 0),
               "infer_prior: frame_multiple must be a multiple of n_sqz");
   const int64_t y_max = (out.max_frames + frame_multiple - 1) / frame_multiple * frame_multiple;
+  const std::vector<int64_t> noise_shape{out.x_m.size(0), out.x_m.size(1), out.max_frames};
+  TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "infer_expand: noise must be [B, n_mels, ",
+              out.max_frames, "], got ", noise_in.sizes());
+  // Drawn in the mask's dtype, the model's (float32 under bf16 autocast too), for the valid
+  // frames only, then padded: the same draws with or without a bucket.
+  const auto options = out.x_mask.options();
+  auto noise = noise_in.defined() ? noise_in.to(options) : torch::randn(noise_shape, options);
+  if (y_max > out.max_frames) noise = torch::constant_pad_nd(noise, {0, y_max - out.max_frames});
+  expand_prior(out, y_max, noise, torch::full({}, noise_scale, options));
+}
+
+void GlowTTSImpl::expand_prior(InferenceOutput& out, int64_t y_max, const torch::Tensor& noise,
+                               const torch::Tensor& noise_scale) {
   auto z_mask = sequence_mask(out.y_lengths, y_max).unsqueeze(1).to(out.x_mask.scalar_type());
   auto attn_mask = out.x_mask.unsqueeze(-1) * z_mask.unsqueeze(2);  // [B,1,T,S]
   auto attn = generate_path(out.w_ceil.squeeze(1), attn_mask.squeeze(1));
   auto attn_t = attn.transpose(1, 2);
   out.z_m = torch::matmul(attn_t, out.x_m.transpose(1, 2)).transpose(1, 2);
   out.z_logs = torch::matmul(attn_t, out.x_logs.transpose(1, 2)).transpose(1, 2);
-  const std::vector<int64_t> noise_shape{out.z_m.size(0), out.z_m.size(1), out.max_frames};
-  TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "infer_expand: noise must be [B, n_mels, ",
-              out.max_frames, "], got ", noise_in.sizes());
-  // Noise for the valid frames only, then padded: the same draws with or without a bucket.
-  auto noise = noise_in.defined() ? noise_in.to(out.z_m.options()) : torch::randn(noise_shape, out.z_m.options());
-  if (y_max > out.max_frames) noise = torch::constant_pad_nd(noise, {0, y_max - out.max_frames});
-  out.z = (out.z_m + torch::exp(out.z_logs) * noise * noise_scale) * z_mask;
+  out.z = (out.z_m + torch::exp(out.z_logs) * noise.to(out.z_m.scalar_type()) * noise_scale) * z_mask;
   out.z_mask = z_mask;
   out.attn = attn;
 }

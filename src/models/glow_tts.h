@@ -86,11 +86,17 @@ class GlowTTSImpl : public torch::nn::Module {
   // x_m, x_logs, x_mask, g); infer_expand() expands the prior along the durations and samples
   // z = (z_m + exp(z_logs) * noise * noise_scale) * z_mask. `noise`: [B, n_mels, max_frames]
   // standard normal draws (any device; zeros past each utterance's length are masked anyway),
-  // or undefined to draw them from torch's global generator as infer() does.
+  // or undefined to draw them (in x_mask's dtype) from torch's global generator as infer() does.
   InferenceOutput infer_lengths(const torch::Tensor& text, const torch::Tensor& text_lengths,
                                 const torch::Tensor& speakers = {}, double length_scale = 1.0);
   void infer_expand(InferenceOutput& out, double noise_scale, int64_t frame_multiple = 1,
                     const torch::Tensor& noise = {});
+  // infer_expand() on the device alone, so that a CUDA graph can hold it: the frame axis padded
+  // to y_max (>= the longest y_lengths), `noise` [B, n_mels, y_max] draws in x_mask's dtype
+  // (anything finite past an utterance's frames: masked), noise_scale a 0-dim tensor of that
+  // dtype on the device. infer_expand() draws the noise so and calls this: both give one prior.
+  void expand_prior(InferenceOutput& out, int64_t y_max, const torch::Tensor& noise,
+                    const torch::Tensor& noise_scale);
   // infer_lengths() on the device alone, so that a CUDA graph can hold it: text and
   // text_lengths on the model's device, g from speaker_vector(), length_scale a 0-dim float64
   // tensor on the device; max_frames is left 0 (reading it is the one host wait).

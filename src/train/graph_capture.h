@@ -41,5 +41,21 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
                                                   const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search = true);
 
+// Past max_graphs, erases the least recently used entry (by `last_used`) of a map of graph
+// entries, other than `kept`. Called after a capture: the graphs alive keep the shared pool
+// alive, which the capture needed. Returns the erased entry's address, to compare with
+// pointers the caller holds (null: none erased).
+template <typename Map>
+const void* drop_oldest(Map& entries, size_t max_graphs, const typename Map::mapped_type& kept) {
+  if (entries.size() <= max_graphs) return nullptr;
+  auto oldest = entries.end();
+  for (auto i = entries.begin(); i != entries.end(); ++i) {
+    if (&i->second != &kept && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
+  }
+  const void* erased = &oldest->second;
+  entries.erase(oldest);
+  return erased;
+}
+
 }  // namespace monoflow::train
 #endif

@@ -350,16 +350,7 @@ struct GraphedTrainStep::Impl {
       return it->second;
     }
     Entry& e = entries.emplace(shape, std::move(recorded)).first->second;
-    // Past max_graphs the least recently used one goes, only now: a graph alive keeps the
-    // shared pool alive, which the capture above needed.
-    if (entries.size() > buckets.max_graphs) {
-      auto oldest = entries.end();
-      for (auto i = entries.begin(); i != entries.end(); ++i) {
-        if (&i->second != &e && (oldest == entries.end() || i->second.last_used < oldest->second.last_used)) oldest = i;
-      }
-      if (&oldest->second == last) last = nullptr;
-      entries.erase(oldest);
-    }
+    if (drop_oldest(entries, buckets.max_graphs, e) == last) last = nullptr;
     return e;
   }
 

@@ -1,7 +1,7 @@
 // GraphedInference (infer/graphed_inference.h): the encoder and durations replayed as a CUDA
-// graph per token bucket and the decoder per frame bucket give GlowTTS::infer's durations and
-// mel on the valid frames, with the same noise, and reuse a bucket's graphs (GPU tests skip
-// without a device). On the CPU it refuses clearly.
+// graph per token bucket, the prior per text graph and frame bucket, and the decoder per frame
+// bucket give GlowTTS::infer's durations and mel on the valid frames, with the same noise, and
+// reuse a bucket's graphs (GPU tests skip without a device). On the CPU it refuses clearly.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -29,7 +29,7 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   models::GlowTTS model(small_model());
   model->to(torch::kCUDA);
   model->eval();
-  GraphedInference synth(model, /*frame_multiple=*/64);
+  GraphedInference synth(model, GraphedInferenceOptions().frame_multiple(64));
   torch::NoGradGuard no_grad;
   auto text = torch::randint(1, 148, {1, 40}, torch::kLong).to(torch::kCUDA);
   auto lengths = torch::full({1}, 40, torch::kLong).to(torch::kCUDA);
@@ -50,6 +50,7 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   }
   EXPECT_EQ(synth.graphs(), 2u);
   EXPECT_EQ(synth.text_graphs(), 1u) << "40 tokens: one bucket of 48";
+  EXPECT_EQ(synth.prior_graphs(), 2u) << "one text graph, two frame buckets";
   // A shorter text in the same token bucket replays that graph with more padding tokens.
   const auto shorter = text.narrow(1, 0, 35).contiguous();
   const auto shorter_lengths = torch::full({1}, 35, torch::kLong).to(torch::kCUDA);
@@ -63,6 +64,46 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   EXPECT_LE((graphed.x_m - eager.x_m).abs().max().item<double>(), 1e-4);
   EXPECT_LE((graphed.y - eager.y).abs().max().item<double>(), 1e-4);
   EXPECT_EQ(synth.text_graphs(), 1u);
+  set_allow_tf32(true);
+}
+
+// The prior's graph is GlowTTS::infer_expand on the text graph's outputs, exactly, with the
+// caller's noise; lengths from elsewhere (GlowTTS::infer_lengths) are expanded eagerly.
+TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  set_allow_tf32(false);
+  torch::manual_seed(9);
+  models::GlowTTS model(small_model());
+  model->to(torch::kCUDA);
+  model->eval();
+  GraphedInference synth(model);
+  torch::NoGradGuard no_grad;
+  const auto text = torch::randint(1, 148, {2, 30}, torch::kLong).to(torch::kCUDA);
+  const auto lengths = torch::tensor({30, 21}, torch::kLong).to(torch::kCUDA);
+  for (double length_scale : {4.0, 4.0}) {  // recorded, then replayed
+    const auto from_graph = synth.infer_lengths(text, lengths, {}, length_scale);
+    models::InferenceOutput eager = from_graph;
+    for (auto* t : {&eager.w_ceil, &eager.x_m, &eager.x_logs, &eager.x_mask, &eager.y_lengths}) *t = t->clone();
+    const auto noise = torch::randn({2, model->options().out_channels(), from_graph.max_frames}, torch::kCUDA);
+    const auto graphed = synth.decode(from_graph, 0.5, noise);
+    model->infer_expand(eager, 0.5, 64, noise);
+    const int64_t n = from_graph.max_frames;
+    ASSERT_EQ(graphed.z.sizes(), eager.z.narrow(2, 0, n).sizes());
+    EXPECT_TRUE(torch::equal(graphed.z, eager.z.narrow(2, 0, n)));
+    EXPECT_TRUE(torch::equal(graphed.z_m, eager.z_m.narrow(2, 0, n)));
+    EXPECT_TRUE(torch::equal(graphed.z_mask, eager.z_mask.narrow(2, 0, n)));
+    EXPECT_TRUE(torch::equal(graphed.attn, eager.attn.narrow(2, 0, n)));
+    EXPECT_EQ(graphed.attn.size(1), 30) << "the text's tokens, not the bucket's";
+    EXPECT_GT(eager.z.abs().max().item<double>(), 0.1);
+  }
+  EXPECT_EQ(synth.prior_graphs(), 1u);
+  // GlowTTS's own lengths: no prior graph, the same prior.
+  auto own = model->infer_lengths(text, lengths, {}, 4.0);
+  const auto noise = torch::randn({2, model->options().out_channels(), own.max_frames}, torch::kCUDA);
+  const auto graphed = synth.decode(own, 0.5, noise);
+  model->infer_expand(own, 0.5, 64, noise);
+  EXPECT_TRUE(torch::equal(graphed.z, own.z.narrow(2, 0, own.max_frames)));
+  EXPECT_EQ(synth.prior_graphs(), 1u);
   set_allow_tf32(true);
 }
 

@@ -44,8 +44,8 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   if (precision != "tf32" && precision != "fp32" && precision != "bf16") {
     throw UserError("--precisions: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
-  if (mode != "eager" && mode != "graph" && mode != "graph-decoder") {
-    throw UserError("--modes: unknown '" + mode + "'; use eager, graph or graph-decoder");
+  if (mode != "eager" && mode != "graph" && mode != "graph-text" && mode != "graph-decoder") {
+    throw UserError("--modes: unknown '" + mode + "'; use eager, graph, graph-text or graph-decoder");
   }
   if (mode != "eager" && !GraphedInference::supported(s.device)) {
     throw UserError("--modes " + mode + " needs a CUDA device (got " + s.device.str() + ")");
@@ -77,7 +77,8 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   const Bf16Autocast autocast(precision == "bf16", s.device);
   std::unique_ptr<GraphedInference> graphed;
   if (mode != "eager") {
-    graphed = std::make_unique<GraphedInference>(model, 64, 8, 0, /*graph_text=*/mode == "graph");
+    graphed = std::make_unique<GraphedInference>(
+        model, GraphedInferenceOptions().graph_text(mode != "graph-decoder").graph_prior(mode == "graph"));
   }
   std::vector<double> ms;
   for (int i = 0; i < s.warmup + s.timed; ++i) {

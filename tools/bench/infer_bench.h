@@ -7,9 +7,9 @@
 // synchronised around each call; per precision (tf32, fp32, bf16 autocast).
 //
 // Modes: "eager" (GlowTTS::infer, op by op); "graph" (GraphedInference: the encoder and the
-// durations replayed as one CUDA graph, the prior expanded eagerly, the decoder's reverse pass
-// replayed as another, both recorded in the first warm-up call); "graph-decoder" (the decoder's
-// graph alone, the encoder eager: what the text graph saves). The output length is read back
+// durations, the prior, and the decoder's reverse pass replayed as three CUDA graphs, recorded
+// in the first warm-up call); "graph-text" (the prior eager: what its graph saves);
+// "graph-decoder" (the decoder's graph alone, the encoder eager: what the text graph saves). The output length is read back
 // once in every mode, between encoder and decoder.
 // With batch > 1 the same sentence runs `batch` times at once, as synthesize --text-file's
 // batches of equal lengths would.
