@@ -1,5 +1,6 @@
 #include "infer/graphed_inference.h"
 
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -115,6 +116,8 @@ struct GraphedInference::Impl {
   // temporaries of the others of its pool, which replay at other times, while the text and
   // prior graphs' outputs must outlive the decoder's replay in the same call (they are returned
   // with its mel). A prior graph replays right after its text graph, whose outputs it reads.
+  // The prior graphs are bounded over all text graphs (bound_priors), not per text graph: each
+  // holds [B, n_mels, frames] buffers, as large as a decoder graph's inputs.
   Recorder decoder_recorder, text_recorder, prior_recorder;
   GraphCache<TextShape, TextEntry> texts;
   GraphCache<DecoderShape, DecoderEntry> decoders;
@@ -125,7 +128,7 @@ struct GraphedInference::Impl {
       : model(std::move(m)), options(o), device(model->parameters().front().device()),
         decoder_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
         text_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
-        prior_recorder{text_recorder} {}
+        prior_recorder{device, text_recorder.pool, std::numeric_limits<size_t>::max(), o.eager_uses()} {}
 
   // infer_lengths() with the encoder and the durations replayed from the text shape's graph.
   models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,
@@ -202,6 +205,7 @@ struct GraphedInference::Impl {
         model->expand_prior(e.out, y_max, e.noise, e.noise_scale);
       };
       p = t.priors.find_or_record(y_max, prior_recorder, allocate, fill, body);
+      if (p != nullptr) bound_priors(*p);
     }
     if (p == nullptr) {
       model->infer_expand(out, noise_scale, frame_multiple, noise_in);
@@ -213,6 +217,25 @@ struct GraphedInference::Impl {
     out.z_logs = p->out.z_logs;
     out.z_mask = p->out.z_mask;
     out.attn = p->out.attn.narrow(1, 0, out.x_m.size(2));  // [B, tokens, frames]: the text's tokens
+  }
+
+  // Past max_graphs prior graphs over all text graphs, the least recently used other than
+  // `kept` goes.
+  void bound_priors(const PriorEntry& kept) {
+    size_t n = 0;
+    for (const auto& [shape, t] : texts.entries) n += t.priors.entries.size();
+    if (n <= options.max_graphs()) return;
+    std::map<int64_t, PriorEntry>* owner = nullptr;
+    std::map<int64_t, PriorEntry>::iterator oldest;
+    for (auto& [shape, t] : texts.entries) {
+      for (auto i = t.priors.entries.begin(); i != t.priors.entries.end(); ++i) {
+        if (&i->second != &kept && (owner == nullptr || i->second.last_used < oldest->second.last_used)) {
+          owner = &t.priors.entries;
+          oldest = i;
+        }
+      }
+    }
+    if (owner != nullptr) owner->erase(oldest);
   }
 
   // The decoder's reverse pass over the padded prior: its graph's output, or eager.

@@ -31,7 +31,7 @@ struct GraphedInferenceOptions {
   // The decoder's frames are padded up to a multiple of this (a multiple of n_sqz): one graph
   // per bucket.
   TORCH_ARG(int64_t, frame_multiple) = 64;
-  // Graphs kept per stage (and prior graphs per text graph), the least recently used dropped.
+  // Graphs kept per stage (the prior's over all text graphs), the least recently used dropped.
   TORCH_ARG(size_t, max_graphs) = 8;
   // How many times a shape runs eagerly before its graph is recorded. 0 records at once (a
   // benchmark replaying one shape); synthesis of a file passes 1, since recording costs a

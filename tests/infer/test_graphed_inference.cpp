@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <tuple>
+
 #include "common/error.h"
 #include "small_model.h"
 #include "models/glow_tts.h"
@@ -104,6 +106,38 @@ TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
   model->infer_expand(own, 0.5, 64, noise);
   EXPECT_TRUE(torch::equal(graphed.z, own.z.narrow(2, 0, own.max_frames)));
   EXPECT_EQ(synth.prior_graphs(), 1u);
+  set_allow_tf32(true);
+}
+
+// max_graphs bounds every stage, the prior graphs over all text graphs: with one graph a
+// stage, two texts of two token buckets and two frame buckets in turn keep one of each, and
+// each call still gives eager's mel.
+TEST(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  set_allow_tf32(false);
+  torch::manual_seed(10);
+  models::GlowTTS model(small_model());
+  model->to(torch::kCUDA);
+  model->eval();
+  GraphedInference synth(model, GraphedInferenceOptions().max_graphs(1));
+  torch::NoGradGuard no_grad;
+  const auto text = torch::randint(1, 148, {1, 40}, torch::kLong).to(torch::kCUDA);
+  const auto longer = torch::randint(1, 148, {1, 60}, torch::kLong).to(torch::kCUDA);
+  const auto lengths = torch::full({1}, 40, torch::kLong).to(torch::kCUDA);
+  const auto longer_lengths = torch::full({1}, 60, torch::kLong).to(torch::kCUDA);
+  for (const auto& [t, l, scale] : {std::tuple{text, lengths, 3.0}, std::tuple{text, lengths, 9.0},
+                                    std::tuple{longer, longer_lengths, 3.0}, std::tuple{text, lengths, 3.0}}) {
+    SCOPED_TRACE("tokens " + std::to_string(t.size(1)) + ", length scale " + std::to_string(scale));
+    torch::manual_seed(100);
+    const auto eager = model->infer(t, l, {}, 0.667, scale);
+    torch::manual_seed(100);
+    const auto graphed = synth.infer(t, l, {}, 0.667, scale);
+    ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
+    EXPECT_LE((graphed.y - eager.y).abs().max().item<double>(), 1e-4);
+    EXPECT_EQ(synth.graphs(), 1u);
+    EXPECT_EQ(synth.text_graphs(), 1u);
+    EXPECT_EQ(synth.prior_graphs(), 1u);
+  }
   set_allow_tf32(true);
 }
 
