@@ -100,7 +100,7 @@ struct GraphedTrainStep::Impl {
   // logs the mean losses; all buckets but the one holding these values start during backward.
   static constexpr int64_t kShared = 3;
   static constexpr int64_t kHead = 4;  // kShared and one unused: the gradients stay 16-byte aligned
-  torch::Tensor flat, shared;
+  torch::Tensor flat, shared, gradients;  // gradients: flat past its head, every gradient in turn
   std::vector<torch::Tensor> params, grads;  // grads: persistent views of `flat`
   std::unique_ptr<FlatGradientAverage> average;  // several ranks: averaged inside the graph
   std::optional<BucketLengths> lengths;  // GraphBuckets::measured_lengths
@@ -145,6 +145,7 @@ struct GraphedTrainStep::Impl {
     }
     flat = torch::zeros({kHead + numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
     shared = flat.narrow(0, 0, kShared);
+    gradients = flat.narrow(0, kHead, numel);
     int64_t offset = kHead;
     for (auto& p : trained) {
       p.mutable_grad() = flat.narrow(0, offset, p.numel()).view_as(p);
@@ -246,7 +247,7 @@ struct GraphedTrainStep::Impl {
     const torch::Tensor skip_here = torch::logical_or(torch::isfinite(loss).logical_not(), bad.any());
     shared.copy_(torch::stack({skip_here.to(torch::kFloat32), l.mle.detach(), l.dur.detach()}));
     if (average != nullptr) average->average();
-    const torch::Tensor norm = clip_gradients(grads, options.grad_clip_value);
+    const torch::Tensor norm = clip_gradients(gradients, options.grad_clip_value);
     const torch::Tensor found = shared[0].gt(0);
     found_inf.copy_(found);
     optimizer.step_on_device(lr, found_inf);

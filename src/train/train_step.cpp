@@ -38,6 +38,12 @@ torch::Tensor clip_gradients(const std::vector<torch::Tensor>& grads, double cli
   return total;
 }
 
+torch::Tensor clip_gradients(const torch::Tensor& flat, double clip) {
+  torch::Tensor total = flat.norm();
+  if (clip > 0) flat.clamp_(-clip, clip);
+  return total;
+}
+
 namespace {
 
 bool all_finite(models::GlowTTS& model, const data::Batch& b) {

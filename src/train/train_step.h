@@ -46,6 +46,10 @@ Losses forward_losses(models::GlowTTS& model, const data::Batch& batch, const St
 // Total 2-norm of the gradients before clipping, then each clamped to [-clip, clip] (clip <= 0:
 // no clamping). Device work only. Undefined when `grads` is empty.
 torch::Tensor clip_gradients(const std::vector<torch::Tensor>& grads, double clip);
+// The same for gradients that all lie in one tensor (GraphedTrainStep's flat buffer): one norm
+// and one clamp kernel instead of a multi-tensor launch per ~100 parameters and op. The norm
+// equals the list's up to float rounding (one sum instead of a sum of per-tensor norms).
+torch::Tensor clip_gradients(const torch::Tensor& flat, double clip);
 
 // The batch must already be on the model's device.
 StepResult train_step(models::GlowTTS& model, torch::optim::Optimizer& optimizer, const data::Batch& batch,

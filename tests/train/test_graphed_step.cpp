@@ -49,6 +49,23 @@ models::GlowTTS twin_of(models::GlowTTS& a) {
   return b;
 }
 
+// The graphed step clips its flat gradient buffer as one tensor: the same clamped values as
+// the per-tensor clip of the eager step, and the same norm up to float rounding.
+TEST(GraphedStep, ClippingTheFlatGradientsEqualsClippingEachOne) {
+  torch::manual_seed(4);
+  const auto flat = torch::randn({4 + 300 + 7 * 11}) * 4;
+  auto copy = flat.clone();
+  const auto original = flat.clone();
+  std::vector<torch::Tensor> copies{copy.narrow(0, 4, 300).view({20, 15}), copy.narrow(0, 304, 77).view({7, 11})};
+  const auto list_norm = clip_gradients(copies, 5.0);
+  const auto flat_norm = clip_gradients(flat.narrow(0, 4, 377), 5.0);
+  EXPECT_NEAR(flat_norm.item<double>(), list_norm.item<double>(), 1e-5 * list_norm.item<double>());
+  EXPECT_GT(list_norm.item<double>(), 5.0);
+  EXPECT_TRUE(torch::equal(flat, copy));
+  EXPECT_EQ(flat.narrow(0, 4, 377).abs().max().item<float>(), 5.0f);  // some values were clamped
+  EXPECT_TRUE(torch::equal(flat.narrow(0, 0, 4), original.narrow(0, 0, 4)));  // the head untouched
+}
+
 TEST(GraphedStep, PaddingToTheBucketChangesNoLoss) {
   torch::manual_seed(3);
   models::GlowTTS model(small_options());
