@@ -18,6 +18,15 @@ namespace {
 
 models::GlowTTSOptions small_model() { return testing::small_model_options(); }
 
+// The small model on the GPU in eval mode, its weights drawn with `seed`.
+models::GlowTTS cuda_model(uint64_t seed) {
+  torch::manual_seed(seed);
+  models::GlowTTS model(small_model());
+  model->to(torch::kCUDA);
+  model->eval();
+  return model;
+}
+
 TEST(GraphedInference, RefusesTheCpu) {
   EXPECT_FALSE(GraphedInference::supported(torch::kCPU));
   models::GlowTTS model(small_model());
@@ -27,10 +36,7 @@ TEST(GraphedInference, RefusesTheCpu) {
 TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   set_allow_tf32(false);
-  torch::manual_seed(8);
-  models::GlowTTS model(small_model());
-  model->to(torch::kCUDA);
-  model->eval();
+  models::GlowTTS model = cuda_model(8);
   GraphedInference synth(model, GraphedInferenceOptions().frame_multiple(64));
   torch::NoGradGuard no_grad;
   auto text = torch::randint(1, 148, {1, 40}, torch::kLong).to(torch::kCUDA);
@@ -74,10 +80,7 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
 TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   set_allow_tf32(false);
-  torch::manual_seed(9);
-  models::GlowTTS model(small_model());
-  model->to(torch::kCUDA);
-  model->eval();
+  models::GlowTTS model = cuda_model(9);
   GraphedInference synth(model);
   torch::NoGradGuard no_grad;
   const auto text = torch::randint(1, 148, {2, 30}, torch::kLong).to(torch::kCUDA);
@@ -115,10 +118,7 @@ TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
 TEST(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   set_allow_tf32(false);
-  torch::manual_seed(10);
-  models::GlowTTS model(small_model());
-  model->to(torch::kCUDA);
-  model->eval();
+  models::GlowTTS model = cuda_model(10);
   GraphedInference synth(model, GraphedInferenceOptions().max_graphs(1));
   torch::NoGradGuard no_grad;
   const auto text = torch::randint(1, 148, {1, 40}, torch::kLong).to(torch::kCUDA);
