@@ -73,8 +73,6 @@ void replay(Entry& e, uint64_t& clock) {
   e.last_used = ++clock;
 }
 
-int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
 }  // namespace
 
 struct GraphedInference::Impl {

@@ -41,6 +41,9 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
                                                   const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search = true);
 
+// `n` rounded up to a multiple of `multiple`: the padded length of a graph's shape bucket.
+inline int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
 // Past max_graphs, erases the least recently used entry (by `last_used`) of a map of graph
 // entries, other than `kept`. Called after a capture: the graphs alive keep the shared pool
 // alive, which the capture needed. Returns the erased entry's address, to compare with

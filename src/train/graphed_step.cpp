@@ -36,8 +36,6 @@ bool GraphedTrainStep::supported(const torch::Device& device, const StepOptions&
 #ifdef MONOFLOW_HAS_CUDA
 namespace {
 
-int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
