@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "small_model.h"
@@ -27,6 +28,18 @@ models::GlowTTS cuda_model(uint64_t seed) {
   return model;
 }
 
+// GlowTTS::infer and synth.infer of one text, each after seeding torch's generator alike, so
+// that both draw the same noise: {eager, graphed}.
+std::pair<models::InferenceOutput, models::InferenceOutput> eager_and_graphed(
+    models::GlowTTS& model, GraphedInference& synth, const torch::Tensor& text, const torch::Tensor& lengths,
+    double length_scale) {
+  torch::manual_seed(100);
+  auto eager = model->infer(text, lengths, {}, 0.667, length_scale);
+  torch::manual_seed(100);
+  auto graphed = synth.infer(text, lengths, {}, 0.667, length_scale);
+  return {std::move(eager), std::move(graphed)};
+}
+
 TEST(GraphedInference, RefusesTheCpu) {
   EXPECT_FALSE(GraphedInference::supported(torch::kCPU));
   models::GlowTTS model(small_model());
@@ -44,10 +57,7 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   // Three calls: a length, a much longer one (another bucket), the first again (a replay).
   for (double length_scale : {3.0, 9.0, 3.0}) {
     SCOPED_TRACE("length scale " + std::to_string(length_scale));
-    torch::manual_seed(100);
-    const auto eager = model->infer(text, lengths, {}, 0.667, length_scale);
-    torch::manual_seed(100);
-    const auto graphed = synth.infer(text, lengths, {}, 0.667, length_scale);
+    const auto [eager, graphed] = eager_and_graphed(model, synth, text, lengths, length_scale);
     ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
     EXPECT_TRUE(torch::equal(graphed.y_lengths, eager.y_lengths));
     EXPECT_TRUE(torch::equal(graphed.w_ceil, eager.w_ceil));
@@ -62,10 +72,7 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   // A shorter text in the same token bucket replays that graph with more padding tokens.
   const auto shorter = text.narrow(1, 0, 35).contiguous();
   const auto shorter_lengths = torch::full({1}, 35, torch::kLong).to(torch::kCUDA);
-  torch::manual_seed(100);
-  const auto eager = model->infer(shorter, shorter_lengths, {}, 0.667, 3.0);
-  torch::manual_seed(100);
-  const auto graphed = synth.infer(shorter, shorter_lengths, {}, 0.667, 3.0);
+  const auto [eager, graphed] = eager_and_graphed(model, synth, shorter, shorter_lengths, 3.0);
   ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
   EXPECT_EQ(graphed.w_ceil.size(2), 35);
   EXPECT_TRUE(torch::equal(graphed.w_ceil, eager.w_ceil));
@@ -128,10 +135,7 @@ TEST(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
   for (const auto& [t, l, scale] : {std::tuple{text, lengths, 3.0}, std::tuple{text, lengths, 9.0},
                                     std::tuple{longer, longer_lengths, 3.0}, std::tuple{text, lengths, 3.0}}) {
     SCOPED_TRACE("tokens " + std::to_string(t.size(1)) + ", length scale " + std::to_string(scale));
-    torch::manual_seed(100);
-    const auto eager = model->infer(t, l, {}, 0.667, scale);
-    torch::manual_seed(100);
-    const auto graphed = synth.infer(t, l, {}, 0.667, scale);
+    const auto [eager, graphed] = eager_and_graphed(model, synth, t, l, scale);
     ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
     EXPECT_LE((graphed.y - eager.y).abs().max().item<double>(), 1e-4);
     EXPECT_EQ(synth.graphs(), 1u);
