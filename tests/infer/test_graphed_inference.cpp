@@ -40,15 +40,24 @@ std::pair<models::InferenceOutput, models::InferenceOutput> eager_and_graphed(
   return {std::move(eager), std::move(graphed)};
 }
 
+// The GPU tests: skipped without a device; TF32 off while they run (restored however they end),
+// so that graphed and eager inference agree to float32 rounding.
+class GraphedInferenceCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    set_allow_tf32(false);
+  }
+  void TearDown() override { set_allow_tf32(true); }
+};
+
 TEST(GraphedInference, RefusesTheCpu) {
   EXPECT_FALSE(GraphedInference::supported(torch::kCPU));
   models::GlowTTS model(small_model());
   EXPECT_THROW(GraphedInference{model}, UserError);
 }
 
-TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  set_allow_tf32(false);
+TEST_F(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets) {
   models::GlowTTS model = cuda_model(8);
   GraphedInference synth(model, GraphedInferenceOptions().frame_multiple(64));
   torch::NoGradGuard no_grad;
@@ -79,14 +88,11 @@ TEST(GraphedInferenceCuda, EqualsEagerInferenceOnTheValidFramesAndReusesBuckets)
   EXPECT_LE((graphed.x_m - eager.x_m).abs().max().item<double>(), 1e-4);
   EXPECT_LE((graphed.y - eager.y).abs().max().item<double>(), 1e-4);
   EXPECT_EQ(synth.text_graphs(), 1u);
-  set_allow_tf32(true);
 }
 
 // The prior's graph is GlowTTS::infer_expand on the text graph's outputs, exactly, with the
 // caller's noise; lengths from elsewhere (GlowTTS::infer_lengths) are expanded eagerly.
-TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  set_allow_tf32(false);
+TEST_F(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
   models::GlowTTS model = cuda_model(9);
   GraphedInference synth(model);
   torch::NoGradGuard no_grad;
@@ -116,15 +122,12 @@ TEST(GraphedInferenceCuda, ThePriorGraphEqualsInferExpandOnTheSameLengths) {
   model->infer_expand(own, 0.5, 64, noise);
   EXPECT_TRUE(torch::equal(graphed.z, own.z.narrow(2, 0, own.max_frames)));
   EXPECT_EQ(synth.prior_graphs(), 1u);
-  set_allow_tf32(true);
 }
 
 // max_graphs bounds every stage, the prior graphs over all text graphs: with one graph a
 // stage, two texts of two token buckets and two frame buckets in turn keep one of each, and
 // each call still gives eager's mel.
-TEST(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  set_allow_tf32(false);
+TEST_F(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
   models::GlowTTS model = cuda_model(10);
   GraphedInference synth(model, GraphedInferenceOptions().max_graphs(1));
   torch::NoGradGuard no_grad;
@@ -142,7 +145,6 @@ TEST(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
     EXPECT_EQ(synth.text_graphs(), 1u);
     EXPECT_EQ(synth.prior_graphs(), 1u);
   }
-  set_allow_tf32(true);
 }
 
 }  // namespace
