@@ -401,6 +401,16 @@ CheckpointContents checkpoint_contents(const torch::nn::Module& model, const tor
   return c;
 }
 
+namespace {
+
+// A parameter that views part of a larger storage (FusedAdam's flat buffer) as a copy of its
+// own: the archive writes a tensor's whole storage.
+torch::Tensor compact(const torch::Tensor& t) {
+  return t.defined() && t.storage().nbytes() > t.nbytes() ? t.clone() : t;
+}
+
+}  // namespace
+
 void write_checkpoint(const std::string& path, const CheckpointContents& contents) {
   torch::NoGradGuard no_grad;
   const CheckpointState& state = contents.state;
@@ -418,7 +428,7 @@ void write_checkpoint(const std::string& path, const CheckpointContents& content
   write_string(a, "dataset", state.dataset);
 
   torch::serialize::OutputArchive weights;
-  for (const auto& [name, t] : contents.parameters) weights.write(name, t);
+  for (const auto& [name, t] : contents.parameters) weights.write(name, compact(t));
   for (const auto& [name, t] : contents.buffers) weights.write(name, t, true);
   a.write("model", weights);
 

@@ -1,5 +1,7 @@
 #include "train/fused_adam.h"
 
+#include <algorithm>
+
 namespace monoflow::train {
 
 std::pair<torch::optim::AdamParamState*, FusedAdam::StepCounter*> FusedAdam::state_of(const torch::Tensor& p,
@@ -55,6 +57,23 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  if (flat_ && !gradients_are_flat()) flat_.reset();  // a gradient was replaced: per parameter from now
+  if (flat_) {
+    const auto& o = static_cast<const torch::optim::AdamOptions&>(param_groups_.front().options());
+    for (auto& p : param_groups_.front().params()) {
+      if (!p.grad().defined()) continue;
+      auto& s = static_cast<torch::optim::AdamParamState&>(*state_.at(p.unsafeGetTensorImpl()));
+      s.step(s.step() + 1);
+    }
+    flat_->step.add_(1);
+    torch::Tensor lr;
+    if (flat_->params.is_cuda()) {
+      if (!lr_.defined() || lr_.device() != flat_->params.device()) lr_ = torch::empty({}, flat_->step.options());
+      lr = lr_.fill_(o.lr());
+    }
+    flat_update(lr, o.lr(), {});
+    return loss;
+  }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
     std::vector<torch::Tensor> params, steps;
@@ -96,6 +115,12 @@ void FusedAdam::step_on_device(const torch::Tensor& lr, const torch::Tensor& fou
                   found_inf.scalar_type() == torch::kFloat32,
               "FusedAdam::step_on_device: lr and found_inf must be float32 device scalars");
   const auto not_inf = 1 - found_inf;
+  device_ahead_ = true;
+  if (flat_) {
+    flat_->step.add_(not_inf);  // a skipped update does not count as a step
+    flat_update(lr, 0.0, found_inf);
+    return;
+  }
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
     std::vector<torch::Tensor> params, steps;
@@ -110,12 +135,16 @@ void FusedAdam::step_on_device(const torch::Tensor& lr, const torch::Tensor& fou
     at::_foreach_add_(steps, not_inf);  // a skipped update does not count as a step
     fused_update(params, steps, o, lr, found_inf);
   }
-  device_ahead_ = true;
 }
 
 void FusedAdam::sync_steps_from_device() {
   if (!device_ahead_) return;
   device_ahead_ = false;
+  if (flat_) {
+    const auto step = static_cast<int64_t>(flat_->step.item<double>());  // one wait
+    for (auto& [key, s] : state_) static_cast<torch::optim::AdamParamState&>(*s).step(step);
+    return;
+  }
   std::vector<std::pair<torch::optim::AdamParamState*, StepCounter*>> live;
   std::vector<torch::Tensor> values;
   for (auto& [key, c] : counters_) {
@@ -135,7 +164,117 @@ void FusedAdam::sync_steps_from_device() {
 
 void FusedAdam::save(torch::serialize::OutputArchive& archive) const {
   TORCH_CHECK(!device_ahead_, "FusedAdam::save: call sync_steps_from_device() first (device steps ran)");
-  torch::optim::Adam::save(archive);
+  if (!flat_) {
+    torch::optim::Adam::save(archive);
+    return;
+  }
+  // The moments are views of the flat buffers, and the archive writes a tensor's whole storage:
+  // an Adam over the same parameters holding compact copies writes what an unflattened one would.
+  torch::NoGradGuard no_grad;
+  torch::optim::Adam copy(param_groups_, static_cast<const torch::optim::AdamOptions&>(defaults()));
+  for (const auto& [key, state] : state_) {
+    const auto& s = static_cast<const torch::optim::AdamParamState&>(*state);
+    auto c = std::make_unique<torch::optim::AdamParamState>();
+    c->step(s.step());
+    c->exp_avg(s.exp_avg().clone());
+    c->exp_avg_sq(s.exp_avg_sq().clone());
+    if (s.max_exp_avg_sq().defined()) c->max_exp_avg_sq(s.max_exp_avg_sq().clone());
+    copy.state()[key] = std::move(c);
+  }
+  copy.save(archive);
+}
+
+void FusedAdam::load(torch::serialize::InputArchive& archive) {
+  // Loading replaces the state objects, so the flat buffers no longer hold the moments. The
+  // parameters stay views of flat_->params, which their storage keeps alive.
+  sync_steps_from_device();
+  flat_.reset();
+  torch::optim::Adam::load(archive);
+}
+
+bool FusedAdam::flatten(const torch::Tensor& gradients) {
+  torch::NoGradGuard no_grad;
+  sync_steps_from_device();
+  if (param_groups_.size() != 1 || !gradients.defined() || gradients.dim() != 1 || !gradients.is_contiguous() ||
+      gradients.scalar_type() != torch::kFloat32) {
+    return false;
+  }
+  const bool amsgrad = static_cast<const torch::optim::AdamOptions&>(param_groups_.front().options()).amsgrad();
+  // The parameters in the order of their gradients in `gradients`, which must tile it.
+  std::vector<std::pair<int64_t, torch::Tensor>> by_offset;
+  const auto* base = static_cast<const char*>(gradients.data_ptr());
+  for (const auto& p : param_groups_.front().params()) {
+    if (!p.grad().defined()) continue;
+    const auto& g = p.grad();
+    if (p.scalar_type() != torch::kFloat32 || !p.is_contiguous() || !g.is_contiguous() ||
+        g.device() != gradients.device() || !g.is_alias_of(gradients)) {
+      return false;
+    }
+    by_offset.emplace_back((static_cast<const char*>(g.data_ptr()) - base) / static_cast<int64_t>(sizeof(float)), p);
+  }
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<torch::Tensor> params;
+  std::vector<torch::optim::AdamParamState*> states;
+  int64_t offset = 0;
+  for (const auto& [at, p] : by_offset) {
+    if (at != offset) return false;  // a gap or an overlap
+    auto* s = state_of(p, amsgrad).first;
+    if (!states.empty() && s->step() != states.front()->step()) return false;
+    params.push_back(p);
+    states.push_back(s);
+    offset += p.numel();
+  }
+  if (params.empty() || offset != gradients.numel()) return false;
+
+  FlatBuffers f;
+  f.grads = gradients;
+  f.params = torch::empty_like(gradients);
+  f.exp_avg = torch::empty_like(gradients);
+  f.exp_avg_sq = torch::empty_like(gradients);
+  if (amsgrad) f.max_exp_avg_sq = torch::empty_like(gradients);
+  f.step = torch::full({}, static_cast<double>(states.front()->step()), gradients.options());
+  offset = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    auto& p = params[i];
+    auto& s = *states[i];
+    const auto view = [&](const torch::Tensor& flat, const torch::Tensor& values) {
+      torch::Tensor v = flat.narrow(0, offset, p.numel()).view_as(p);
+      v.copy_(values);
+      return v;
+    };
+    p.set_data(view(f.params, p));  // the same tensor (autograd, modules and state keys see it), new memory
+    s.exp_avg(view(f.exp_avg, s.exp_avg()));
+    s.exp_avg_sq(view(f.exp_avg_sq, s.exp_avg_sq()));
+    if (amsgrad) s.max_exp_avg_sq(view(f.max_exp_avg_sq, s.max_exp_avg_sq()));
+    offset += p.numel();
+  }
+  flat_ = std::move(f);
+  return true;
+}
+
+bool FusedAdam::gradients_are_flat() const {
+  for (const auto& p : param_groups_.front().params()) {
+    if (state_.count(p.unsafeGetTensorImpl()) && !(p.grad().defined() && p.grad().is_alias_of(flat_->grads))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void FusedAdam::flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf) {
+  const auto& o = static_cast<const torch::optim::AdamOptions&>(param_groups_.front().options());
+  const auto [beta1, beta2] = o.betas();
+  const FlatBuffers& f = *flat_;
+  const std::vector<torch::Tensor> max_sq = o.amsgrad() ? std::vector<torch::Tensor>{f.max_exp_avg_sq}
+                                                        : std::vector<torch::Tensor>{};
+  const auto inf = found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt;
+  if (lr.defined()) {
+    at::_fused_adam_({f.params}, {f.grads}, {f.exp_avg}, {f.exp_avg_sq}, max_sq, {f.step}, lr, beta1, beta2,
+                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+  } else {
+    at::_fused_adam_({f.params}, {f.grads}, {f.exp_avg}, {f.exp_avg_sq}, max_sq, {f.step}, host_lr, beta1, beta2,
+                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+  }
 }
 
 }  // namespace monoflow::train

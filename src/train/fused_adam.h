@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <unordered_map>
 
 namespace monoflow::train {
@@ -41,9 +42,31 @@ class FusedAdam : public torch::optim::Adam {
   // the GPU). A no-op unless step_on_device ran since the last call.
   void sync_steps_from_device();
 
+  // Moves the parameters, their moments and one shared step count into flat buffers laid out
+  // as `gradients` holds the gradients (every p.grad() a view of it, one after another in the
+  // group's order), so that each update is one fused kernel over three long buffers instead of
+  // a multi-tensor launch over every parameter (the graphed step's Adam, docs/benchmarks.md).
+  // The parameters stay the same tensors (their data becomes views of the flat buffer), save()
+  // writes what it wrote before, and on a GPU the updates are the same numbers bit for bit (on
+  // the CPU, where the kernel's vector body and scalar tail fall changes, within an ulp).
+  // Returns false and changes nothing unless there is one group, every parameter with a gradient
+  // is float32 and laid out so, and all step counts are equal. load() undoes it, and so does a
+  // step() that finds a gradient no longer its view: from then on it updates per parameter.
+  bool flatten(const torch::Tensor& gradients);
+  bool flat() const { return flat_.has_value(); }
+
   void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
 
  private:
+  struct FlatBuffers {
+    torch::Tensor params, grads, exp_avg, exp_avg_sq, max_exp_avg_sq, step;
+  };
+  void flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf);
+  // Whether every parameter's gradient is still its view of flat_->grads.
+  bool gradients_are_flat() const;
+  std::optional<FlatBuffers> flat_;
+
   struct StepCounter {
     torch::Tensor value;   // float32 scalar on the parameter's device
     int64_t mirror = -1;   // the AdamParamState step it holds

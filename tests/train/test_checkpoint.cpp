@@ -100,6 +100,35 @@ TEST(Checkpoint, RoundTripRestoresEverything) {
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
 }
 
+// Parameters that view one larger buffer (FusedAdam::flatten puts them there) are written as
+// copies of their own: the archive writes a tensor's whole storage, here 64k values per
+// parameter, and they load back as they were.
+TEST(Checkpoint, ParametersViewingOneBufferAreWrittenCompact) {
+  TempDir dir;
+  torch::manual_seed(3);
+  Tiny a;
+  torch::optim::Adam opt(a->parameters(), torch::optim::AdamOptions(1e-2));
+  train_one_step(a, opt, 5);
+  const torch::Tensor buffer = torch::zeros({1 << 16});
+  int64_t offset = 0;
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : a->parameters()) {
+      auto view = buffer.narrow(0, offset, p.numel()).view_as(p);
+      view.copy_(p);
+      p.set_data(view);
+      offset += p.numel();
+    }
+  }
+  const std::string path = dir / checkpoint_filename(1);
+  save_checkpoint(path, *a, opt, some_state());
+  EXPECT_LT(fs::file_size(path), 64u * 1024);  // two parameters as views: 512 KiB each
+  Tiny b;
+  torch::optim::Adam opt_b(b->parameters(), torch::optim::AdamOptions(1e-2));
+  load_checkpoint(path, *b, &opt_b);
+  EXPECT_TRUE(same_params(a, b));
+}
+
 // The official Glow-TTS's "iteration" is the epochs completed (G_<epoch>.pth after each epoch):
 // convert_weights --to-official --checkpoint writes it from the loader's position.
 TEST(Checkpoint, CompletedEpochsIsWhatTheOfficialIterationCounts) {

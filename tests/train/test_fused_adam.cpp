@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "test_util.h"
 #include "train/fused_adam.h"
 
@@ -73,6 +76,199 @@ TEST(FusedAdam, SaveLoadContinuesExactly) {
     step(b, opt_b, i);
   }
   for (size_t i = 0; i < a->parameters().size(); ++i) EXPECT_TRUE(torch::equal(a->parameters()[i], b->parameters()[i])) << i;
+}
+
+// The graphed step's layout: every gradient a view of one flat buffer. Here in the reverse of
+// the group's order, which flatten() must follow.
+torch::Tensor flat_gradients(Net& net) {
+  int64_t numel = 0;
+  for (const auto& p : net->parameters()) numel += p.numel();
+  torch::Tensor flat = torch::zeros({numel}, net->parameters().front().options());
+  int64_t offset = 0;
+  auto params = net->parameters();
+  for (auto it = params.rbegin(); it != params.rend(); ++it) {
+    it->mutable_grad() = flat.narrow(0, offset, it->numel()).view_as(*it);
+    offset += it->numel();
+  }
+  return flat;
+}
+
+// Gradients into the flat views, as GraphedTrainStep writes them (no zero_grad: it would drop
+// the views).
+void flat_step(Net& net, FusedAdam& opt, int seed, const torch::Tensor& found_inf = {}) {
+  const auto device = net->parameters().front().device();
+  torch::manual_seed(seed);
+  const auto x = torch::randn({3, 5, 6}).to(device);
+  const auto params = net->parameters();
+  const auto grads = torch::autograd::grad({net->forward(x).pow(2).mean()}, params);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < params.size(); ++i) params[i].grad().copy_(grads[i]);
+  if (found_inf.defined()) {
+    opt.step_on_device(torch::full({}, 3e-2f, torch::TensorOptions().device(device)), found_inf.to(device));
+  } else {
+    opt.step();
+  }
+}
+
+Net copy_of(Net& a) {
+  Net b;
+  b->to(a->parameters().front().device());
+  torch::NoGradGuard g;
+  for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+  return b;
+}
+
+// The same steps (eager and device ones, step 4 skipped) with per-parameter moments and with
+// flat buffers; returns the largest difference of the weights and checks what flatten() kept.
+float flat_against_per_parameter(const torch::Device& device) {
+  torch::manual_seed(2);
+  Net a;
+  a->to(device);
+  Net b = copy_of(a);
+  FusedAdam per_param(a->parameters(), options());
+  FusedAdam flat(b->parameters(), options());
+  flat_gradients(a);
+  const torch::Tensor grads = flat_gradients(b);
+  per_param.init_state();
+  flat.init_state();
+  const auto before = b->parameters();
+  EXPECT_TRUE(flat.flatten(grads));
+  EXPECT_TRUE(flat.flat());
+  const auto after = b->parameters();
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].unsafeGetTensorImpl(), before[i].unsafeGetTensorImpl()) << i;  // the same tensors
+    EXPECT_TRUE(after[i].is_alias_of(after.front())) << i;                            // in one buffer
+    EXPECT_TRUE(after[i].grad().is_alias_of(grads)) << i;
+  }
+  for (int i = 0; i < 3; ++i) {
+    flat_step(a, per_param, 10 + i);
+    flat_step(b, flat, 10 + i);
+  }
+  for (int i = 3; i < 6; ++i) {
+    const auto inf = torch::full({}, i == 4 ? 1.0f : 0.0f);
+    flat_step(a, per_param, 10 + i, inf);
+    flat_step(b, flat, 10 + i, inf);
+  }
+  flat_step(a, per_param, 20);
+  flat_step(b, flat, 20);
+  per_param.sync_steps_from_device();
+  flat.sync_steps_from_device();
+  for (const auto& [key, s] : flat.state()) EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*s).step(), 6);
+  float diff = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    diff = std::max(diff, (a->parameters()[i] - after[i]).abs().max().item<float>());
+  }
+  return diff;
+}
+
+// On the CPU the kernel's vectorised body and scalar tail fall on other elements when the
+// tensors are longer, and may round an update differently by an ulp (weights ~0.5 here).
+TEST(FusedAdam, FlatBuffersUpdateAsPerParameter) {
+  EXPECT_LE(flat_against_per_parameter(torch::kCPU), 3e-8);
+}
+
+// The CUDA kernel's arithmetic does not depend on where an element lies: bit for bit, which is
+// what keeps the graphed step (flat) equal to the eager one (per parameter).
+TEST(FusedAdamCuda, FlatBuffersUpdateExactlyAsPerParameter) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU";
+  EXPECT_EQ(flat_against_per_parameter(torch::Device(torch::kCUDA, 0)), 0.0f);
+}
+
+// Gradients that are no longer views of the flat buffer (reset and made again by backward()):
+// step() sees it and updates per parameter instead of reading the stale buffer. (zero_grad()
+// refuses view gradients itself: it detaches them in place.)
+TEST(FusedAdam, GradientsOutsideTheFlatBufferStepPerParameter) {
+  torch::manual_seed(5);
+  Net a;
+  Net b = copy_of(a);
+  FusedAdam per_param(a->parameters(), options());
+  FusedAdam flat(b->parameters(), options());
+  flat_gradients(a);
+  const torch::Tensor grads = flat_gradients(b);
+  per_param.init_state();
+  flat.init_state();
+  ASSERT_TRUE(flat.flatten(grads));
+  flat_step(a, per_param, 1);
+  flat_step(b, flat, 1);
+  for (int i = 2; i < 5; ++i) {
+    for (Net* net : {&a, &b}) {
+      for (auto& p : (*net)->parameters()) p.mutable_grad() = torch::Tensor();
+      torch::manual_seed(i);
+      (*net)->forward(torch::randn({3, 5, 6})).pow(2).mean().backward();
+    }
+    per_param.step();
+    flat.step();
+  }
+  EXPECT_FALSE(flat.flat());
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a->parameters()[i], b->parameters()[i], 0, 3e-8)) << i;
+  }
+  EXPECT_EQ(static_cast<torch::optim::AdamParamState&>(*flat.state().begin()->second).step(), 4);
+}
+
+// A flat optimizer saves compact moments that a fresh optimizer loads and continues from
+// exactly; loading into a flat one leaves the flat buffers.
+TEST(FusedAdam, FlatSavesCompactMomentsAndLoadContinuesExactly) {
+  testing::TempDir dir;
+  torch::manual_seed(3);
+  Net a;
+  Net b = copy_of(a);
+  FusedAdam opt_a(a->parameters(), options());
+  const torch::Tensor grads = flat_gradients(a);
+  opt_a.init_state();
+  ASSERT_TRUE(opt_a.flatten(grads));
+  for (int i = 0; i < 4; ++i) flat_step(a, opt_a, i);
+  torch::serialize::OutputArchive archive;
+  opt_a.save(archive);
+  archive.save_to(dir / "opt.pt");
+  int64_t param_bytes = 0;
+  for (const auto& p : a->parameters()) param_bytes += p.nbytes();
+  // Two moments of every parameter and little else: the flat storage once per moment would be
+  // the same size, but once per parameter many times it.
+  EXPECT_LT(std::filesystem::file_size(dir / "opt.pt"), static_cast<uintmax_t>(2 * param_bytes + 20000));
+
+  {
+    torch::NoGradGuard g;
+    for (size_t i = 0; i < a->parameters().size(); ++i) b->parameters()[i].copy_(a->parameters()[i]);
+  }
+  FusedAdam opt_b(b->parameters(), options());
+  torch::serialize::InputArchive in;
+  in.load_from(dir / "opt.pt");
+  opt_b.load(in);
+  flat_gradients(b);
+  for (int i = 4; i < 8; ++i) {
+    flat_step(a, opt_a, i);
+    flat_step(b, opt_b, i);
+  }
+  // opt_b holds per-parameter moments: equal up to the CPU kernel's tail rounding (above).
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a->parameters()[i], b->parameters()[i], 0, 3e-8)) << i;
+  }
+
+  torch::serialize::InputArchive again;
+  again.load_from(dir / "opt.pt");
+  opt_a.load(again);
+  EXPECT_FALSE(opt_a.flat());
+}
+
+// Gradients that do not tile the buffer (one left out of it) or unequal step counts: flatten
+// declines and changes nothing.
+TEST(FusedAdam, FlattenDeclinesOtherLayouts) {
+  torch::manual_seed(4);
+  Net a;
+  FusedAdam opt(a->parameters(), options());
+  torch::Tensor grads = flat_gradients(a);
+  a->parameters().front().mutable_grad() = torch::zeros_like(a->parameters().front());
+  opt.init_state();
+  const auto* data = a->parameters().back().data_ptr();
+  EXPECT_FALSE(opt.flatten(grads));
+  EXPECT_FALSE(opt.flat());
+  EXPECT_EQ(a->parameters().back().data_ptr(), data);
+
+  grads = flat_gradients(a);
+  static_cast<torch::optim::AdamParamState&>(*opt.state().begin()->second).step(3);
+  EXPECT_FALSE(opt.flatten(grads));
+  EXPECT_FALSE(opt.flat());
 }
 
 }  // namespace
