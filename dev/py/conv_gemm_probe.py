@@ -1,0 +1,88 @@
+# Probe: the text encoder's convolutions ([B, C, T] float32, TF32) as cuDNN runs them against
+# the same products written as batched GEMMs on the NCHW tensors, forward and backward.
+# Question behind it: in the bf16 step's profile (docs/benchmarks.md "Profile") the encoder's
+# 1x1 convolutions (attention projections) take ~1.3 ms a step on cuDNN's generic kernels and
+# its kernel-3 convolutions ~2.75 ms with cuDNN's layout conversions around them. A 1x1
+# convolution is W @ x[b] for every item b; a kernel-3 one the sum of three such products over
+# time-shifted views of the padded input, which cuBLAS reads in place (leading dimension T + 2).
+# Prints per shape and form the GPU time of one forward + backward (input and weight gradients:
+# kernel time under the profiler, mean of 10 calls), and the forms' largest difference from cuDNN's.
+#   python3 dev/py/conv_gemm_probe.py [B T]
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+torch.backends.cudnn.benchmark = True
+B = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+T = int(sys.argv[2]) if len(sys.argv) > 2 else 175
+
+
+def cudnn(x, w):
+    return F.conv1d(x, w, padding=w.size(2) // 2)
+
+
+def gemm(x, w):
+    """The convolution as batched products: W_k [Cout, Cin] broadcast over the batch (stride 0)."""
+    k = w.size(2)
+    if k == 1:
+        return torch.matmul(w[:, :, 0], x)
+    xp = F.pad(x, (k // 2, k // 2))
+    y = torch.matmul(w[:, :, 0], xp[:, :, 0:T])
+    for j in range(1, k):
+        y = y + torch.matmul(w[:, :, j], xp[:, :, j:j + T])
+    return y
+
+
+def gemm_bmm(x, w):
+    """As gemm, with explicit bmm/baddbmm on the expanded weight (no autograd-side adds)."""
+    k = w.size(2)
+    xp = F.pad(x, (k // 2, k // 2)) if k > 1 else x
+    y = torch.bmm(w[:, :, 0].expand(B, -1, -1), xp[:, :, 0:T])
+    for j in range(1, k):
+        y = torch.baddbmm(y, w[:, :, j].expand(B, -1, -1), xp[:, :, j:j + T])
+    return y
+
+
+shapes = [  # name, Cin, Cout, kernel
+    ("attention q/k/v/o", 192, 192, 1),
+    ("proj_m", 192, 80, 1),
+    ("FFN conv_1", 192, 768, 3),
+    ("FFN conv_2", 768, 192, 3),
+    ("duration conv", 256, 256, 3),
+]
+
+
+def kernel_us(f, calls=10):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            f()
+        torch.cuda.synchronize()
+    kernels = [k for k in prof.key_averages() if k.device_type.name == "CUDA"]
+    return sum(k.device_time_total for k in kernels) / calls
+
+
+print(f"B={B} T={T} float32 (TF32), forward + backward, kernel time")
+print("shape,form,us,max_abs_diff_vs_cudnn")
+for name, cin, cout, k in shapes:
+    torch.manual_seed(0)
+    x = torch.randn(B, cin, T, device="cuda", requires_grad=True)
+    w = (torch.randn(cout, cin, k, device="cuda") * cin ** -0.5).requires_grad_()
+    gy = torch.randn(B, cout, T, device="cuda")
+    ref = None
+    for form, f in (("cudnn", cudnn), ("matmul", gemm), ("bmm", gemm_bmm)):
+        def step():
+            y = f(x, w)
+            return (y,) + torch.autograd.grad(y, (x, w), gy)
+        outs = step()
+        if ref is None:
+            ref = [o.detach().clone() for o in outs]
+        diff = max((o - r).abs().max().item() for o, r in zip(outs, ref))
+        us = kernel_us(step)
+        print(f"{name},{form},{us:.1f},{diff:.2e}")
