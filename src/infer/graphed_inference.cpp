@@ -1,8 +1,9 @@
 #include "infer/graphed_inference.h"
 
-#include <limits>
+#include <iterator>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "common/error.h"
 #include "train/graph_capture.h"
@@ -86,18 +87,17 @@ struct GraphedInference::Impl {
   };
 
   // The encoder and the durations for one text shape: inputs (text padded with zeros to a
-  // multiple of kTextMultiple tokens, its lengths, g, the length scale) and outputs
-  // (infer_durations, over the padded tokens), its graph, and the prior graphs that read its
-  // outputs (declared after them, so destroyed first).
+  // multiple of kTextMultiple tokens, its lengths, g, the length scale), outputs
+  // (infer_durations, over the padded tokens) and its graph.
   struct TextEntry {
     torch::Tensor text, text_lengths, g, length_scale;
     models::InferenceOutput out;
     std::unique_ptr<at::cuda::CUDAGraph> graph;
     uint64_t last_used = 0;
-    GraphCache<int64_t, PriorEntry> priors;  // by padded frames
   };
   using TextShape = std::tuple<int64_t, int64_t, bool>;  // batch, padded tokens, speakers
   static constexpr int64_t kTextMultiple = 16;
+  using PriorShape = std::pair<TextShape, int64_t>;       // the text graph's, padded frames
 
   // The decoder's inputs and output for one shape, and its graph.
   struct DecoderEntry {
@@ -114,19 +114,21 @@ struct GraphedInference::Impl {
   // temporaries of the others of its pool, which replay at other times, while the text and
   // prior graphs' outputs must outlive the decoder's replay in the same call (they are returned
   // with its mel). A prior graph replays right after its text graph, whose outputs it reads.
-  // The prior graphs are bounded over all text graphs (bound_priors), not per text graph: each
-  // holds [B, n_mels, frames] buffers, as large as a decoder graph's inputs.
+  // max_graphs bounds the prior graphs over all text graphs, not per text graph: each holds
+  // [B, n_mels, frames] buffers, as large as a decoder graph's inputs.
   Recorder decoder_recorder, text_recorder, prior_recorder;
   GraphCache<TextShape, TextEntry> texts;
+  GraphCache<PriorShape, PriorEntry> priors;  // after texts, so destroyed before the graphs they read
   GraphCache<DecoderShape, DecoderEntry> decoders;
   TextEntry* last_text = nullptr;  // whose outputs infer_lengths() returned last; null: eager
+  TextShape last_text_shape;
   uint64_t clock = 0;
 
   Impl(models::GlowTTS m, const GraphedInferenceOptions& o)
       : model(std::move(m)), options(o), device(model->parameters().front().device()),
         decoder_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
         text_recorder{device, at::cuda::graph_pool_handle(), o.max_graphs(), o.eager_uses()},
-        prior_recorder{device, text_recorder.pool, std::numeric_limits<size_t>::max(), o.eager_uses()} {}
+        prior_recorder{device, text_recorder.pool, o.max_graphs(), o.eager_uses()} {}
 
   // infer_lengths() with the encoder and the durations replayed from the text shape's graph.
   models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,
@@ -157,9 +159,11 @@ struct GraphedInference::Impl {
       e.out = model->infer_durations(e.text, e.text_lengths, e.g, e.length_scale);
     };
     TextEntry* e = texts.find_or_record(shape, text_recorder, allocate, fill, body);
+    drop_orphaned_priors();
     if (e == nullptr) return model->infer_lengths(text, text_lengths, speakers, length_scale);
     replay(*e, clock);
     last_text = e;
+    last_text_shape = shape;
     // Cut back to the text's tokens: the padding tokens are masked, with no frames.
     models::InferenceOutput out = e->out;
     for (auto* x : {&out.w_ceil, &out.logw, &out.x_m, &out.x_logs, &out.x_mask}) *x = x->narrow(2, 0, t);
@@ -185,25 +189,20 @@ struct GraphedInference::Impl {
     PriorEntry* p = nullptr;
     if (from_text_graph(out)) {
       TextEntry& t = *last_text;
-      const std::vector<int64_t> noise_shape{out.x_m.size(0), out.x_m.size(1), out.max_frames};
-      TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "GraphedInference::decode: noise must be [B, n_mels, ",
-                  out.max_frames, "], got ", noise_in.sizes());
       const auto allocate = [&](PriorEntry& e) {
-        e.noise = torch::zeros({noise_shape[0], noise_shape[1], y_max}, t.out.x_mask.options());
+        e.noise = torch::zeros({out.x_m.size(0), out.x_m.size(1), y_max}, t.out.x_mask.options());
         e.noise_scale = torch::zeros({}, e.noise.options());
       };
       const auto fill = [&](PriorEntry& e) {
-        // Drawn as infer_expand draws them: the valid frames only, in the mask's dtype.
-        const auto noise = noise_in.defined() ? noise_in : torch::randn(noise_shape, e.noise.options());
-        e.noise.narrow(2, 0, out.max_frames).copy_(noise);
+        // The valid frames' draws, as infer_expand takes them.
+        e.noise.narrow(2, 0, out.max_frames).copy_(models::prior_noise(out, noise_in, "GraphedInference::decode"));
         e.noise_scale.fill_(noise_scale);
       };
       const auto body = [&](PriorEntry& e) {
         e.out = t.out;
         model->expand_prior(e.out, y_max, e.noise, e.noise_scale);
       };
-      p = t.priors.find_or_record(y_max, prior_recorder, allocate, fill, body);
-      if (p != nullptr) bound_priors(*p);
+      p = priors.find_or_record(PriorShape{last_text_shape, y_max}, prior_recorder, allocate, fill, body);
     }
     if (p == nullptr) {
       model->infer_expand(out, noise_scale, frame_multiple, noise_in);
@@ -217,23 +216,16 @@ struct GraphedInference::Impl {
     out.attn = p->out.attn.narrow(1, 0, out.x_m.size(2));  // [B, tokens, frames]: the text's tokens
   }
 
-  // Past max_graphs prior graphs over all text graphs, the least recently used other than
-  // `kept` goes.
-  void bound_priors(const PriorEntry& kept) {
-    size_t n = 0;
-    for (const auto& [shape, t] : texts.entries) n += t.priors.entries.size();
-    if (n <= options.max_graphs()) return;
-    std::map<int64_t, PriorEntry>* owner = nullptr;
-    std::map<int64_t, PriorEntry>::iterator oldest;
-    for (auto& [shape, t] : texts.entries) {
-      for (auto i = t.priors.entries.begin(); i != t.priors.entries.end(); ++i) {
-        if (&i->second != &kept && (owner == nullptr || i->second.last_used < oldest->second.last_used)) {
-          owner = &t.priors.entries;
-          oldest = i;
-        }
+  // A prior graph reads its text graph's outputs: when drop_oldest evicts a text graph, its
+  // prior graphs go too (and their shapes' eager counts).
+  void drop_orphaned_priors() {
+    const auto drop = [&](auto& by_shape) {
+      for (auto i = by_shape.begin(); i != by_shape.end();) {
+        i = texts.entries.count(i->first.first) == 0 ? by_shape.erase(i) : std::next(i);
       }
-    }
-    if (owner != nullptr) owner->erase(oldest);
+    };
+    drop(priors.entries);
+    drop(priors.eager_runs);
   }
 
   // The decoder's reverse pass over the padded prior: its graph's output, or eager.
@@ -332,9 +324,7 @@ size_t GraphedInference::text_graphs() const {
 
 size_t GraphedInference::prior_graphs() const {
 #ifdef MONOFLOW_HAS_CUDA
-  size_t n = 0;
-  for (const auto& [shape, e] : impl_->texts.entries) n += e.priors.entries.size();
-  return n;
+  return impl_->priors.entries.size();
 #else
   return 0;
 #endif

@@ -199,15 +199,19 @@ void GlowTTSImpl::infer_expand(InferenceOutput& out, double noise_scale, int64_t
   TORCH_CHECK(frame_multiple == 1 || (frame_multiple > 1 && frame_multiple % options_.n_sqz() == 0),
               "infer_prior: frame_multiple must be a multiple of n_sqz");
   const int64_t y_max = (out.max_frames + frame_multiple - 1) / frame_multiple * frame_multiple;
-  const std::vector<int64_t> noise_shape{out.x_m.size(0), out.x_m.size(1), out.max_frames};
-  TORCH_CHECK(!noise_in.defined() || noise_in.sizes() == noise_shape, "infer_expand: noise must be [B, n_mels, ",
-              out.max_frames, "], got ", noise_in.sizes());
-  // Drawn in the mask's dtype, the model's (float32 under bf16 autocast too), for the valid
-  // frames only, then padded: the same draws with or without a bucket.
-  const auto options = out.x_mask.options();
-  auto noise = noise_in.defined() ? noise_in.to(options) : torch::randn(noise_shape, options);
+  // For the valid frames only, then padded: the same draws with or without a bucket.
+  auto noise = prior_noise(out, noise_in, "infer_expand");
   if (y_max > out.max_frames) noise = torch::constant_pad_nd(noise, {0, y_max - out.max_frames});
-  expand_prior(out, y_max, noise, torch::full({}, noise_scale, options));
+  expand_prior(out, y_max, noise, torch::full({}, noise_scale, out.x_mask.options()));
+}
+
+torch::Tensor prior_noise(const InferenceOutput& out, const torch::Tensor& noise, const char* caller) {
+  const std::vector<int64_t> shape{out.x_m.size(0), out.x_m.size(1), out.max_frames};
+  TORCH_CHECK(!noise.defined() || noise.sizes() == shape, caller, ": noise must be [B, n_mels, ", out.max_frames,
+              "], got ", noise.sizes());
+  // In the mask's dtype: the model's (float32 under bf16 autocast too).
+  const auto options = out.x_mask.options();
+  return noise.defined() ? noise.to(options) : torch::randn(shape, options);
 }
 
 void GlowTTSImpl::expand_prior(InferenceOutput& out, int64_t y_max, const torch::Tensor& noise,

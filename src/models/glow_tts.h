@@ -127,6 +127,12 @@ TORCH_MODULE(GlowTTS);
 // computed as the original does (four terms), without gradient, in float32 (float64 stays).
 torch::Tensor compute_logp(const torch::Tensor& x_m, const torch::Tensor& x_logs, const torch::Tensor& z);
 
+// The prior's noise for infer_expand() and what replays it (infer/graphed_inference.h):
+// `noise` as given, in x_mask's dtype and device, or undefined to draw [B, n_mels, max_frames]
+// standard normals in x_mask's dtype from torch's global generator. Throws, naming `caller`,
+// when a given noise has another shape.
+torch::Tensor prior_noise(const InferenceOutput& out, const torch::Tensor& noise, const char* caller);
+
 // Alignment from integer durations: path[b, t, s] = 1 for cumsum(d)[t-1] <= s < cumsum(d)[t],
 // times mask [B, T, S] (the original commons.generate_path).
 torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask);

@@ -147,5 +147,35 @@ TEST_F(GraphedInferenceCuda, KeepsAtMostMaxGraphsOfEachStage) {
   }
 }
 
+// A prior graph reads its text graph's outputs, so it goes when that text graph is evicted: a
+// text graph recorded again for the shape must not find the old one's prior graph, which would
+// replay the first text's prior. One graph a stage, each recorded at a shape's second use, so
+// that the longer text's text graph evicts the first's before its own prior graph is recorded.
+TEST_F(GraphedInferenceCuda, EvictingATextGraphDropsItsPriorGraphs) {
+  models::GlowTTS model = cuda_model(11);
+  GraphedInference synth(model, GraphedInferenceOptions().max_graphs(1).eager_uses(1));
+  torch::NoGradGuard no_grad;
+  const auto tokens = [](int64_t n, uint64_t seed) {
+    torch::manual_seed(seed);
+    return torch::randint(1, 148, {1, n}, torch::kLong).to(torch::kCUDA);
+  };
+  const auto first = tokens(40, 1), other = tokens(40, 2), longer = tokens(60, 3);
+  const auto lengths = torch::full({1}, 40, torch::kLong).to(torch::kCUDA);
+  const auto longer_lengths = torch::full({1}, 60, torch::kLong).to(torch::kCUDA);
+  // `first` and `other` share the token bucket and the frame bucket (64 frames): `other` would
+  // find `first`'s prior graph.
+  const auto bucket = [&](const torch::Tensor& t) { return (model->infer_lengths(t, lengths, {}, 3.0).max_frames + 63) / 64; };
+  ASSERT_EQ(bucket(first), bucket(other));
+  for (const auto& [t, l] : {std::pair{first, lengths}, std::pair{first, lengths}, std::pair{first, lengths},
+                             std::pair{longer, longer_lengths}, std::pair{longer, longer_lengths},
+                             std::pair{other, lengths}, std::pair{other, lengths}}) {
+    const auto [eager, graphed] = eager_and_graphed(model, synth, t, l, 3.0);
+    ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
+    EXPECT_LE((graphed.y - eager.y).abs().max().item<double>(), 1e-4);
+    EXPECT_LE(synth.prior_graphs(), 1u);
+  }
+  EXPECT_EQ(synth.text_graphs(), 1u);
+}
+
 }  // namespace
 }  // namespace monoflow::train
