@@ -60,8 +60,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   if (flat_ && !gradients_are_flat()) flat_.reset();  // a gradient was replaced: per parameter from now
   if (flat_) {
     const auto& o = static_cast<const torch::optim::AdamOptions&>(param_groups_.front().options());
-    for (auto& p : param_groups_.front().params()) {
-      if (!p.grad().defined()) continue;
+    for (const auto& p : flat_->members) {
       auto& s = static_cast<torch::optim::AdamParamState&>(*state_.at(p.unsafeGetTensorImpl()));
       s.step(s.step() + 1);
     }
@@ -142,7 +141,9 @@ void FusedAdam::sync_steps_from_device() {
   device_ahead_ = false;
   if (flat_) {
     const auto step = static_cast<int64_t>(flat_->step.item<double>());  // one wait
-    for (auto& [key, s] : state_) static_cast<torch::optim::AdamParamState&>(*s).step(step);
+    for (const auto& p : flat_->members) {
+      static_cast<torch::optim::AdamParamState&>(*state_.at(p.unsafeGetTensorImpl())).step(step);
+    }
     return;
   }
   std::vector<std::pair<torch::optim::AdamParamState*, StepCounter*>> live;
@@ -248,17 +249,14 @@ bool FusedAdam::flatten(const torch::Tensor& gradients) {
     if (amsgrad) s.max_exp_avg_sq(view(f.max_exp_avg_sq, s.max_exp_avg_sq()));
     offset += p.numel();
   }
+  f.members = std::move(params);
   flat_ = std::move(f);
   return true;
 }
 
 bool FusedAdam::gradients_are_flat() const {
-  for (const auto& p : param_groups_.front().params()) {
-    if (state_.count(p.unsafeGetTensorImpl()) && !(p.grad().defined() && p.grad().is_alias_of(flat_->grads))) {
-      return false;
-    }
-  }
-  return true;
+  return std::all_of(flat_->members.begin(), flat_->members.end(),
+                     [&](const torch::Tensor& p) { return p.grad().defined() && p.grad().is_alias_of(flat_->grads); });
 }
 
 void FusedAdam::flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf) {

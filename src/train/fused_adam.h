@@ -61,6 +61,7 @@ class FusedAdam : public torch::optim::Adam {
  private:
   struct FlatBuffers {
     torch::Tensor params, grads, exp_avg, exp_avg_sq, max_exp_avg_sq, step;
+    std::vector<torch::Tensor> members;  // the parameters laid out in them, in order
   };
   void flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf);
   // Whether every parameter's gradient is still its view of flat_->grads.
