@@ -89,14 +89,22 @@ TEST(FusedAdam, SaveLoadContinuesExactly) {
   for (size_t i = 0; i < a->parameters().size(); ++i) EXPECT_TRUE(torch::equal(a->parameters()[i], b->parameters()[i])) << i;
 }
 
-// The graphed step's layout: every gradient a view of one flat buffer. Here in the reverse of
-// the group's order, which flatten() must follow.
+std::vector<torch::Tensor> trained(Net& net) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : net->parameters()) {
+    if (p.requires_grad()) params.push_back(p);
+  }
+  return params;
+}
+
+// The graphed step's layout: every gradient of a trained parameter a view of one flat buffer.
+// Here in the reverse of the group's order, which flatten() must follow.
 torch::Tensor flat_gradients(Net& net) {
+  auto params = trained(net);
   int64_t numel = 0;
-  for (const auto& p : net->parameters()) numel += p.numel();
-  torch::Tensor flat = torch::zeros({numel}, net->parameters().front().options());
+  for (const auto& p : params) numel += p.numel();
+  torch::Tensor flat = torch::zeros({numel}, params.front().options());
   int64_t offset = 0;
-  auto params = net->parameters();
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     it->mutable_grad() = flat.narrow(0, offset, it->numel()).view_as(*it);
     offset += it->numel();
@@ -110,7 +118,7 @@ void flat_step(Net& net, FusedAdam& opt, int seed, const torch::Tensor& found_in
   const auto device = net->parameters().front().device();
   torch::manual_seed(seed);
   const auto x = torch::randn({3, 5, 6}).to(device);
-  const auto params = net->parameters();
+  const auto params = trained(net);
   const auto grads = torch::autograd::grad({net->forward(x).pow(2).mean()}, params);
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < params.size(); ++i) params[i].grad().copy_(grads[i]);
@@ -190,6 +198,34 @@ TEST(FusedAdam, FlatBuffersUpdateAsPerParameter) {
 TEST(FusedAdamCuda, FlatBuffersUpdateExactlyAsPerParameter) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU";
   EXPECT_EQ(flat_against_per_parameter(torch::Device(torch::kCUDA, 0)), 0.0f);
+}
+
+// A parameter without a gradient (frozen) stays out of the flat buffers and untouched, as
+// per-parameter updates leave it; the others still update in one kernel.
+TEST(FusedAdam, AFrozenParameterStaysOutOfTheFlatBuffers) {
+  torch::manual_seed(6);
+  Net a;
+  Net b = copy_of(a);
+  a->a->bias.requires_grad_(false);
+  b->a->bias.requires_grad_(false);
+  const torch::Tensor frozen = b->a->bias.clone();
+  FusedAdam per_param(a->parameters(), options());
+  FusedAdam flat(b->parameters(), options());
+  flat_gradients(a);
+  const torch::Tensor grads = flat_gradients(b);
+  per_param.init_state();
+  flat.init_state();
+  ASSERT_TRUE(flat.flatten(grads));
+  for (int i = 0; i < 3; ++i) {
+    flat_step(a, per_param, i);
+    flat_step(b, flat, i);
+  }
+  EXPECT_TRUE(flat.flat());
+  EXPECT_TRUE(torch::equal(b->a->bias, frozen));
+  EXPECT_FALSE(b->a->bias.is_alias_of(b->a->weight));
+  for (size_t i = 0; i < a->parameters().size(); ++i) {
+    EXPECT_TRUE(torch::allclose(a->parameters()[i], b->parameters()[i], 0, 3e-8)) << i;
+  }
 }
 
 // Gradients that are no longer views of the flat buffer (reset and made again by backward()):
