@@ -3,6 +3,8 @@
 // path: the batched product alone, and the transforms (the rest); then the whole WN layer
 // step (gate and res_skip) as separate products and as winograd_wn_layer. Checks results first.
 //   winograd_conv1d_dev [--frames 900] [--channels 192] [--reps 50]
+//   winograd_conv1d_dev --kernel3 [--frames 100]: the text encoder's kernel-3 FFN convolutions
+//   on the same path (weight zero-padded to 5 taps) against torch's conv1d.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -36,16 +38,37 @@ double median_ms(int reps, const std::function<void()>& f) {
 int main(int argc, char** argv) {
   int64_t frames = 900, channels = 192;
   int reps = 50;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool kernel3 = false;
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--frames") frames = std::stoll(argv[i + 1]);
-    else if (a == "--channels") channels = std::stoll(argv[i + 1]);
-    else if (a == "--reps") reps = std::stoi(argv[i + 1]);
+    if (a == "--kernel3") kernel3 = true;
+    else if (a == "--frames" && i + 1 < argc) frames = std::stoll(argv[++i]);
+    else if (a == "--channels" && i + 1 < argc) channels = std::stoll(argv[++i]);
+    else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
   }
   using namespace monoflow::models;
   monoflow::keep_freed_host_memory();  // as synthesize and bench_inference
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
+  if (kernel3) {
+    // The text encoder's FFN convolutions (kernel 3) on the kernel-5 path: the weight
+    // zero-padded to 5 taps with padding 2 is the same convolution.
+    for (auto [ci, co] : {std::pair<int64_t, int64_t>{192, 768}, {768, 192}}) {
+      auto x = torch::randn({1, ci, frames});
+      auto w = torch::randn({co, ci, 3}) * 0.05;
+      auto b = torch::randn({co});
+      auto w5 = torch::constant_pad_nd(w, {1, 1});
+      auto u = winograd_weight(w5);
+      auto ref = torch::conv1d(x, w, b, 1, 1);
+      auto got = winograd_conv1d(x, u, b);
+      const double torch_ms = median_ms(reps, [&] { torch::conv1d(x, w, b, 1, 1); });
+      const double wino_ms = median_ms(reps, [&] { winograd_conv1d(x, u, b); });
+      std::printf("kernel 3, %lld -> %lld channels, %lld frames: torch %.3f ms, winograd %.3f ms, max |diff| %.2e of %.2f\n",
+                  static_cast<long long>(ci), static_cast<long long>(co), static_cast<long long>(frames), torch_ms, wino_ms,
+                  (got - ref).abs().max().item<double>(), ref.abs().max().item<double>());
+    }
+    return 0;
+  }
   const auto x = torch::randn({1, channels, frames});
   const auto w = torch::randn({2 * channels, channels, 5}) / std::sqrt(5.0 * channels);
   const auto bias = torch::randn({2 * channels}) * 0.1;
