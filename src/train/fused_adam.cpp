@@ -3,6 +3,25 @@
 #include <algorithm>
 
 namespace monoflow::train {
+namespace {
+
+// One _fused_adam_ launch group. lr: a float32 scalar on the parameters' device, or undefined
+// for the group's own rate as a host number (the CPU).
+void fused_adam(at::TensorList params, at::TensorList grads, at::TensorList exp_avgs, at::TensorList exp_avg_sqs,
+                at::TensorList max_exp_avg_sqs, at::TensorList steps, const torch::optim::AdamOptions& o,
+                const torch::Tensor& lr, const torch::Tensor& found_inf) {
+  const auto [beta1, beta2] = o.betas();
+  const auto inf = found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt;
+  if (lr.defined()) {
+    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, o.weight_decay(),
+                     o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+  } else {
+    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, o.lr(), beta1, beta2,
+                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
+  }
+}
+
+}  // namespace
 
 std::pair<torch::optim::AdamParamState*, FusedAdam::StepCounter*> FusedAdam::state_of(const torch::Tensor& p,
                                                                                        bool amsgrad) {
@@ -38,15 +57,13 @@ void FusedAdam::fused_update(const std::vector<torch::Tensor>& params, const std
     exp_avg_sqs.push_back(s.exp_avg_sq());
     if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq());
   }
-  const auto [beta1, beta2] = o.betas();
-  if (lr.defined()) {
-    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2,
-                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt,
-                     found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt);
-  } else {
-    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, o.lr(), beta1, beta2,
-                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false);
-  }
+  fused_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, o, lr, found_inf);
+}
+
+torch::Tensor FusedAdam::device_lr(const torch::Tensor& like, double value) {
+  if (!like.is_cuda()) return {};
+  if (!lr_.defined() || lr_.device() != like.device()) lr_ = torch::empty({}, like.options().dtype(torch::kFloat32));
+  return lr_.fill_(value);
 }
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
@@ -65,12 +82,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       s.step(s.step() + 1);
     }
     flat_->step.add_(1);
-    torch::Tensor lr;
-    if (flat_->params.is_cuda()) {
-      if (!lr_.defined() || lr_.device() != flat_->params.device()) lr_ = torch::empty({}, flat_->step.options());
-      lr = lr_.fill_(o.lr());
-    }
-    flat_update(lr, o.lr(), {});
+    flat_update(device_lr(flat_->params, o.lr()), {});
     return loss;
   }
   for (auto& group : param_groups_) {
@@ -87,14 +99,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     }
     if (params.empty()) continue;
     at::_foreach_add_(steps, 1.0);
-    torch::Tensor lr;
-    if (params.front().is_cuda()) {
-      if (!lr_.defined() || lr_.device() != params.front().device()) {
-        lr_ = torch::empty({}, params.front().options().dtype(torch::kFloat32));
-      }
-      lr = lr_.fill_(o.lr());
-    }
-    fused_update(params, steps, o, lr, {});
+    fused_update(params, steps, o, device_lr(params.front(), o.lr()), {});
   }
   return loss;
 }
@@ -117,7 +122,7 @@ void FusedAdam::step_on_device(const torch::Tensor& lr, const torch::Tensor& fou
   device_ahead_ = true;
   if (flat_) {
     flat_->step.add_(not_inf);  // a skipped update does not count as a step
-    flat_update(lr, 0.0, found_inf);
+    flat_update(lr, found_inf);
     return;
   }
   for (auto& group : param_groups_) {
@@ -259,20 +264,12 @@ bool FusedAdam::gradients_are_flat() const {
                      [&](const torch::Tensor& p) { return p.grad().defined() && p.grad().is_alias_of(flat_->grads); });
 }
 
-void FusedAdam::flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf) {
+void FusedAdam::flat_update(const torch::Tensor& lr, const torch::Tensor& found_inf) {
   const auto& o = static_cast<const torch::optim::AdamOptions&>(param_groups_.front().options());
-  const auto [beta1, beta2] = o.betas();
   const FlatBuffers& f = *flat_;
   const std::vector<torch::Tensor> max_sq = o.amsgrad() ? std::vector<torch::Tensor>{f.max_exp_avg_sq}
                                                         : std::vector<torch::Tensor>{};
-  const auto inf = found_inf.defined() ? std::optional<at::Tensor>(found_inf) : std::nullopt;
-  if (lr.defined()) {
-    at::_fused_adam_({f.params}, {f.grads}, {f.exp_avg}, {f.exp_avg_sq}, max_sq, {f.step}, lr, beta1, beta2,
-                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
-  } else {
-    at::_fused_adam_({f.params}, {f.grads}, {f.exp_avg}, {f.exp_avg_sq}, max_sq, {f.step}, host_lr, beta1, beta2,
-                     o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false, /*grad_scale=*/std::nullopt, inf);
-  }
+  fused_adam({f.params}, {f.grads}, {f.exp_avg}, {f.exp_avg_sq}, max_sq, {f.step}, o, lr, found_inf);
 }
 
 }  // namespace monoflow::train

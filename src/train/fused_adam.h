@@ -63,7 +63,10 @@ class FusedAdam : public torch::optim::Adam {
     torch::Tensor params, grads, exp_avg, exp_avg_sq, max_exp_avg_sq, step;
     std::vector<torch::Tensor> members;  // the parameters laid out in them, in order
   };
-  void flat_update(const torch::Tensor& lr, double host_lr, const torch::Tensor& found_inf);
+  // One kernel over the flat buffers; lr undefined: the group's rate as a host number.
+  void flat_update(const torch::Tensor& lr, const torch::Tensor& found_inf);
+  // The group's rate as a float32 scalar on `like`'s device (reused: lr_), undefined on the CPU.
+  torch::Tensor device_lr(const torch::Tensor& like, double value);
   // Whether every parameter's gradient is still its view of flat_->grads.
   bool gradients_are_flat() const;
   std::optional<FlatBuffers> flat_;
