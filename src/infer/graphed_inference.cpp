@@ -254,8 +254,7 @@ struct GraphedInference::Impl {
 struct GraphedInference::Impl {};
 #endif
 
-GraphedInference::GraphedInference(models::GlowTTS model, const GraphedInferenceOptions& options)
-    : options_(options) {
+GraphedInference::GraphedInference(models::GlowTTS model, const GraphedInferenceOptions& options) {
   const auto device = model->parameters().front().device();
   if (!supported(device)) throw UserError("graphed inference needs a CUDA device (got " + device.str() + ")");
   if (options.frame_multiple() < 1 || options.frame_multiple() % model->options().n_sqz() != 0 ||

@@ -76,7 +76,6 @@ class GraphedInference {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  GraphedInferenceOptions options_;
 };
 
 }  // namespace monoflow::train
