@@ -46,7 +46,8 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
                                                        grad_beta_rows.data_ptr<float>(), b, c, t,
                                                        at::cuda::getCurrentCUDAStream()),
                  "channel layer norm backward");
-    return {grad_x, grad_gamma_rows.sum(0), grad_beta_rows.sum(0), torch::Tensor()};
+    return {grad_x, column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat),
+            torch::Tensor()};
   }
 };
 

@@ -1,5 +1,5 @@
 // Torch-side helpers of the model's CUDA kernels (CUDA builds only): launch checks, the kernel
-// element type of a tensor's dtype, raw pointers in that type, bias gradients.
+// element type of a tensor's dtype, raw pointers in that type, bias gradients (column sums).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -31,11 +31,10 @@ void dispatch_kernel_dtype(torch::ScalarType s, const char* what, F&& f) {
 template <typename T>
 T* data_as(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
 
-// Column sums of [N, C] rows (a bias's gradient) as one matrix-vector product, ~3x faster at
-// the model's shapes than the generic reduction a convolution's or addmm's backward uses.
-inline torch::Tensor column_sums(const torch::Tensor& rows, torch::ScalarType dtype) {
-  return torch::mv(rows.t(), torch::ones({rows.size(0)}, rows.options())).to(dtype);
-}
+// Column sums of [N, C] rows (a bias's gradient) in float, by kernels/column_sums.cu: two
+// deterministic passes, where cuBLAS's matrix-vector product with ones took a fill, a split-K
+// GEMV and its reduction, and rounded to the rows' dtype (column_sums_cuda.cpp).
+torch::Tensor column_sums(const torch::Tensor& rows, torch::ScalarType dtype);
 
 // Per-channel sums of a channels-last [B, C, T] tensor: its [B * T, C] rows' column sums.
 inline torch::Tensor channel_sums_channels_last(const torch::Tensor& grad, torch::ScalarType dtype) {

@@ -99,7 +99,7 @@ class InvConvMix : public torch::autograd::Function<InvConvMix> {
                                             partial_w.data_ptr<float>(), batch, channels, time, nullptr,
                                             at::cuda::getCurrentCUDAStream()),
           "invconv backward");
-    return {grad_x, partial_w.sum(0).view({4, 4}), torch::Tensor()};
+    return {grad_x, column_sums(partial_w, torch::kFloat).view({4, 4}), torch::Tensor()};
   }
 };
 
