@@ -25,6 +25,7 @@ class FlowSpecDecoderImpl : public torch::nn::Module {
 
  private:
   int64_t n_sqz_;
+  LeibnizLogDet log_det_;  // the InvConvNear flows' log-determinants, all at once (decoder.cpp)
   torch::nn::ModuleList flows;
   std::vector<std::shared_ptr<Flow>> flow_ptrs_;
 };

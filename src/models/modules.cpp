@@ -390,16 +390,14 @@ InvConvNearImpl::InvConvNearImpl(int64_t channels, int64_t n_split) : channels_(
   weight = register_parameter("weight", w.contiguous());
 }
 
-// log det W for the small mixing matrix, as torch::logdet (nan for det < 0), by the Leibniz
-// formula: det = sum over permutations p of sign(p) * prod_i W[i, p(i)]. Only a gather,
-// multiplies and a sum: no LU factorisation, whose CUDA path checks its result on the host,
-// so the training step stays free of host synchronisation and can be graph-captured, and its
-// gradient is plain arithmetic. n_split! terms: used up to n_split 6 (720), LU beyond.
-torch::Tensor InvConvNearImpl::log_det_weight() {
-  const int64_t n = n_split_;
-  if (n > 6) return torch::logdet(weight);
-  if (!perm_index_.defined() || perm_index_.device() != weight.device()) {
-    std::vector<int64_t> p(n), index, sign;
+torch::Tensor LeibnizLogDet::operator()(const torch::Tensor& w) {
+  const int64_t n = w.size(-1);
+  TORCH_CHECK(w.dim() >= 2 && w.size(-2) == n && n >= 1 && n <= kMaxOrder, "LeibnizLogDet: needs [..., n, n] with n <= ",
+              kMaxOrder, ", got ", w.sizes());
+  if (!index_.defined() || index_.device() != w.device() || sign_.scalar_type() != w.scalar_type() ||
+      sign_.size(0) * n != index_.size(0)) {
+    std::vector<int64_t> p(n), index;
+    std::vector<double> sign;
     std::iota(p.begin(), p.end(), 0);
     do {
       int64_t inversions = 0;
@@ -407,17 +405,24 @@ torch::Tensor InvConvNearImpl::log_det_weight() {
         for (int64_t j = i + 1; j < n; ++j) inversions += p[i] > p[j];
         index.push_back(i * n + p[i]);
       }
-      sign.push_back(inversions % 2 ? -1 : 1);
+      sign.push_back(inversions % 2 ? -1.0 : 1.0);
     } while (std::next_permutation(p.begin(), p.end()));
-    const int64_t terms = static_cast<int64_t>(sign.size());
-    perm_index_ = torch::tensor(index, torch::kLong).to(weight.device());
-    perm_sign_ = torch::tensor(sign, torch::kLong).view({terms}).to(weight.device());
+    index_ = torch::tensor(index, torch::kLong).to(w.device());
+    sign_ = torch::tensor(sign, torch::kDouble).to(w.scalar_type()).to(w.device());
   }
-  const int64_t terms = perm_sign_.size(0);
-  auto entries = weight.flatten().index_select(0, perm_index_).view({terms, n});
-  auto products = entries.select(1, 0);
-  for (int64_t i = 1; i < n; ++i) products = products * entries.select(1, i);
-  return torch::log((products * perm_sign_.to(products.scalar_type())).sum());
+  const int64_t terms = sign_.size(0);
+  const auto batch = w.sizes().slice(0, w.dim() - 2);
+  const auto flat = w.reshape({-1, n * n});
+  // unbind, not select: the backward of an unbind is one stack, a select's a fill and a copy.
+  const auto factors = flat.index_select(1, index_).view({flat.size(0), terms, n}).unbind(2);
+  auto products = factors[0];
+  for (int64_t i = 1; i < n; ++i) products = products * factors[i];
+  return torch::log((products * sign_).sum(1)).view(batch);
+}
+
+torch::Tensor InvConvNearImpl::log_det_weight() {
+  if (step_log_det_.defined()) return step_log_det_;
+  return n_split_ > LeibnizLogDet::kMaxOrder ? torch::logdet(weight) : log_det_(weight);
 }
 
 torch::Tensor InvConvNearImpl::inverse_weight() {

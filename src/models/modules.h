@@ -143,6 +143,22 @@ class ActNormImpl : public Flow {
 };
 TORCH_MODULE(ActNorm);
 
+// log det of small n x n matrices (n <= kMaxOrder), as torch::logdet (nan for det < 0), by the
+// Leibniz formula: det = sum over permutations p of sign(p) * prod_i W[i, p(i)]. Only a gather,
+// multiplies and a sum: no LU factorisation, whose CUDA path checks its result on the host,
+// so the training step stays free of host synchronisation and can be graph-captured, and its
+// gradient is plain arithmetic. n! terms, so for n up to 6 (720). The permutation tables are
+// built on the first call for a device and dtype, and kept (they are not parameters).
+class LeibnizLogDet {
+ public:
+  static constexpr int64_t kMaxOrder = 6;
+  // w [n, n] -> a scalar, or [F, n, n] -> [F]: one set of kernels for all F matrices.
+  torch::Tensor operator()(const torch::Tensor& w);
+
+ private:
+  torch::Tensor index_, sign_;  // [n! * n] flat entry indices, [n!] signs in w's dtype
+};
+
 // Invertible 1x1 convolution over groups of n_split channels (the channels are split in two
 // halves and n_split/2 channels of each half are mixed by one n_split x n_split matrix).
 class InvConvNearImpl : public Flow {
@@ -151,13 +167,18 @@ class InvConvNearImpl : public Flow {
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
                                                   const torch::Tensor& g = {}, bool reverse = false) override;
   torch::Tensor weight;  // [n_split, n_split], orthogonal with det > 0 at init
+  int64_t n_split() const { return n_split_; }
+  // log det W for the next forward passes, computed by the caller (the decoder computes all its
+  // flows' at once: per flow, the Leibniz formula and its backward were ~35 small kernels); an
+  // undefined tensor goes back to computing it here.
+  void set_step_log_det(torch::Tensor log_det) { step_log_det_ = std::move(log_det); }
 
  private:
   torch::Tensor log_det_weight();
   torch::Tensor inverse_weight();
   int64_t channels_, n_split_;
-  // Leibniz-formula tables for log_det_weight, built once per device (not parameters).
-  torch::Tensor perm_index_, perm_sign_;
+  LeibnizLogDet log_det_;
+  torch::Tensor step_log_det_;
   // W^-1 for the reverse pass without gradient, kept while the weight is unchanged (same
   // storage and version): synthesis inverts it once, not per call, and a CUDA graph of the
   // reverse pass (whose recording runs it once first) holds no LU, which checks on the host.

@@ -133,6 +133,71 @@ TEST_F(FlowsTest, LogDeterminantsEqualAutogradJacobian) {
   EXPECT_NEAR(logdet, expected, 1e-9);
 }
 
+// The decoder computes every InvConvNear's log-determinant in one batch (decoder.cpp:
+// BatchedLogDets); each flow on its own computes its own. Both must give the same log-det and
+// the same gradients: matrices of different determinants, so that a flow given another's
+// log-det changes the total and the gradients (a permutation of them would not: every flow
+// sees the same mask), and one kept after the forward shows in the next.
+TEST_F(FlowsTest, BatchedLogDeterminantsEqualEachFlowsOwnWithGradients) {
+  auto o = tiny_options().n_blocks_dec(3);
+  FlowSpecDecoder dec(o);
+  dec->to(torch::kDouble);
+  randomize(*dec);
+  dec->eval();
+  std::vector<InvConvNearImpl*> invconvs;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& f : dec->flow_list()) {
+      if (auto* inv = dynamic_cast<InvConvNearImpl*>(f.get())) {
+        inv->weight.mul_(1.0 + 0.5 * static_cast<double>(invconvs.size()));  // log det 0, 4 log 1.5, 4 log 2
+        inv->weight.add_(0.1 * torch::randn_like(inv->weight));
+        invconvs.push_back(inv);
+      }
+    }
+  }
+  ASSERT_EQ(invconvs.size(), 3u);
+  const int64_t t = 8;
+  const auto y = torch::randn({2, o.out_channels(), t}, torch::kDouble);
+  const auto mask = mask_of({8, 6}, t, torch::kDouble);
+  const auto grads_of = [&](const torch::Tensor& logdet) {
+    dec->zero_grad();
+    logdet.sum().backward();
+    std::vector<torch::Tensor> g;
+    for (auto* inv : invconvs) g.push_back(inv->weight.grad().clone());
+    for (const auto& p : dec->parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    return g;
+  };
+  // Each flow on its own, as the decoder's loop does, around its squeeze.
+  auto [x, x_mask] = squeeze(y, mask, o.n_sqz());
+  auto own = torch::zeros({2}, torch::kDouble);
+  for (const auto& f : dec->flow_list()) {
+    auto [z, logdet] = f->forward(x, x_mask, {}, false);
+    x = z;
+    own = own + logdet;
+  }
+  const auto own_grads = grads_of(own);
+  const auto batched = dec->forward(y, mask).second;
+  const auto batched_grads = grads_of(batched);
+  EXPECT_LT(max_abs_diff(batched, own), 1e-12);
+  EXPECT_GT(batched.abs().max().item<double>(), 1e-2);
+  ASSERT_EQ(batched_grads.size(), own_grads.size());
+  for (size_t i = 0; i < own_grads.size(); ++i) {
+    if (!own_grads[i].defined()) continue;
+    EXPECT_LT(max_abs_diff(batched_grads[i], own_grads[i]), 1e-12) << "gradient " << i;
+  }
+  EXPECT_GT(max_abs_diff(own_grads[0], own_grads[2]), 1e-3);
+  // After the decoder's forward, a flow computes its log-det afresh (the batch's is dropped).
+  {
+    torch::NoGradGuard no_grad;
+    invconvs[1]->weight.mul_(2.0);
+  }
+  const auto [x_sq, mask_sq] = squeeze(y, mask, o.n_sqz());
+  const auto alone = invconvs[1]->forward(x_sq, mask_sq, {}, false).second;
+  const double c = static_cast<double>(x_sq.size(1)), n = 4;
+  const auto expected = torch::logdet(invconvs[1]->weight.detach()) * (c / n) * mask_sq.sum({1, 2});
+  EXPECT_LT(max_abs_diff(alone, expected), 1e-10);
+}
+
 TEST_F(FlowsTest, PaddingDoesNotChangeValidOutputs) {
   auto o = tiny_options();
   FlowSpecDecoder dec(o);
