@@ -78,42 +78,72 @@ FlowSpecDecoderImpl::FlowSpecDecoderImpl(const GlowTTSOptions& o) : n_sqz_(o.n_s
 
 namespace {
 
-// The log-determinants of every InvConvNear's mixing matrix for one forward, as one batch: the
-// Leibniz formula over all their matrices stacked is the same ~10 kernels each way as for one
-// matrix (12 flows: ~420 kernels a training step became ~30). Dropped afterwards, like the
-// weights above. Only where every matrix has one order within the formula's reach.
-class BatchedLogDets {
+// ActNorm's and InvConvNear's log-determinants are a per-frame constant times each item's frame
+// count: the sum of logs; log det W times C / n_split. Each flow computed its own constant, the
+// count and their product, ~10 small kernels each way a flow (~35 more for the Leibniz formula
+// of W). For one forward, this takes them over: every InvConvNear matrix through the Leibniz
+// formula as one batch, the flows told to leave their term out, and after the flows one total,
+// (sum of all logs + C / n_split * sum of all log det W) * frame count. Only where every
+// InvConvNear has one order within the formula's reach and one channel count; otherwise each
+// flow keeps its own.
+class FrameLogDets {
  public:
-  BatchedLogDets(const std::vector<std::shared_ptr<Flow>>& flows, LeibnizLogDet& log_det, bool reverse) {
+  FrameLogDets(const std::vector<std::shared_ptr<Flow>>& flows, LeibnizLogDet& log_det, bool reverse) {
     if (reverse) return;  // reverse needs no log-determinant
+    std::vector<InvConvNearImpl*> invconvs;
     std::vector<torch::Tensor> weights;
     for (const auto& flow : flows) {
+      if (auto* actnorm = dynamic_cast<ActNormImpl*>(flow.get())) actnorms_.push_back(actnorm);
       auto* invconv = dynamic_cast<InvConvNearImpl*>(flow.get());
       if (invconv == nullptr) continue;
       if (invconv->n_split() > LeibnizLogDet::kMaxOrder ||
-          (!weights.empty() && (invconv->weight.sizes() != weights[0].sizes() ||
-                                invconv->weight.device() != weights[0].device() ||
-                                invconv->weight.scalar_type() != weights[0].scalar_type()))) {
+          (!invconvs.empty() && (invconv->weight.sizes() != weights[0].sizes() ||
+                                 invconv->weight.device() != weights[0].device() ||
+                                 invconv->weight.scalar_type() != weights[0].scalar_type() ||
+                                 invconv->channels() != invconvs[0]->channels()))) {
+        actnorms_.clear();
         return;
       }
-      invconvs_.push_back(invconv);
+      invconvs.push_back(invconv);
       weights.push_back(invconv->weight);
     }
-    if (invconvs_.size() < 2) {
-      invconvs_.clear();
-      return;
+    if (!invconvs.empty()) {
+      log_dets_ = log_det(torch::stack(weights));
+      per_matrix_ = static_cast<double>(invconvs[0]->channels()) / static_cast<double>(invconvs[0]->n_split());
     }
-    const auto log_dets = log_det(torch::stack(weights)).unbind(0);
-    for (size_t i = 0; i < invconvs_.size(); ++i) invconvs_[i]->set_step_log_det(log_dets[i]);
+    deferred_.assign(actnorms_.begin(), actnorms_.end());
+    deferred_.insert(deferred_.end(), invconvs.begin(), invconvs.end());
+    for (auto* flow : deferred_) flow->set_frame_log_det_deferred(true);
   }
-  ~BatchedLogDets() {
-    for (auto* invconv : invconvs_) invconv->set_step_log_det({});
+  ~FrameLogDets() {
+    for (auto* flow : deferred_) flow->set_frame_log_det_deferred(false);
   }
-  BatchedLogDets(const BatchedLogDets&) = delete;
-  BatchedLogDets& operator=(const BatchedLogDets&) = delete;
+  FrameLogDets(const FrameLogDets&) = delete;
+  FrameLogDets& operator=(const FrameLogDets&) = delete;
+
+  bool applies() const { return !deferred_.empty(); }
+
+  // The deferred flows' log-determinants [B], after they ran (ActNorm's DDI sets logs in its
+  // first forward).
+  torch::Tensor total(const torch::Tensor& x_mask) const {
+    torch::Tensor per_frame;
+    if (!actnorms_.empty()) {
+      std::vector<torch::Tensor> logs;
+      for (const auto* actnorm : actnorms_) logs.push_back(actnorm->logs.reshape({-1}));
+      per_frame = torch::cat(logs).sum();
+    }
+    if (log_dets_.defined()) {
+      const auto invconv = log_dets_.sum() * per_matrix_;
+      per_frame = per_frame.defined() ? per_frame + invconv : invconv;
+    }
+    return per_frame * x_mask.sum({1, 2});
+  }
 
  private:
-  std::vector<InvConvNearImpl*> invconvs_;
+  std::vector<ActNormImpl*> actnorms_;
+  std::vector<Flow*> deferred_;
+  torch::Tensor log_dets_;  // [number of InvConvNear flows]
+  double per_matrix_ = 0;   // C / n_split
 };
 
 // "monoflow::flow::ActNorm", "...::InvConvNear", "...::CouplingBlock": a profile scope per kind.
@@ -131,18 +161,22 @@ std::pair<torch::Tensor, torch::Tensor> FlowSpecDecoderImpl::forward(const torch
                                                                      const torch::Tensor& mask_in,
                                                                      const torch::Tensor& g, bool reverse) {
   const BatchedWeights weights(flow_ptrs_, x_in);
-  const BatchedLogDets log_dets(flow_ptrs_, log_det_, reverse);
+  const FrameLogDets frame_log_dets(flow_ptrs_, log_det_, reverse);
   torch::Tensor x = x_in, x_mask = mask_in;
   if (n_sqz_ > 1) std::tie(x, x_mask) = squeeze(x, x_mask, n_sqz_);
   torch::Tensor logdet_tot;
   if (!reverse) {
-    logdet_tot = torch::zeros({x.size(0)}, x.options());
+    const auto add = [&](const torch::Tensor& logdet) {
+      logdet_tot = logdet_tot.defined() ? logdet_tot + logdet : logdet;
+    };
     for (auto& f : flow_ptrs_) {
       RECORD_USER_SCOPE(flow_scope(*f));  // for profiles: kernels by flow kind
       auto [z, logdet] = f->forward(x, x_mask, g, false);
       x = z;
-      logdet_tot = logdet_tot + logdet;
+      if (logdet.defined()) add(logdet);  // undefined: deferred to frame_log_dets
     }
+    if (frame_log_dets.applies()) add(frame_log_dets.total(x_mask));
+    if (!logdet_tot.defined()) logdet_tot = torch::zeros({x.size(0)}, x.options());
   } else {
     for (auto it = flow_ptrs_.rbegin(); it != flow_ptrs_.rend(); ++it) x = (*it)->forward(x, x_mask, g, true).first;
   }

@@ -124,6 +124,13 @@ class Flow : public torch::nn::Module {
  public:
   virtual std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& x, const torch::Tensor& x_mask,
                                                           const torch::Tensor& g = {}, bool reverse = false) = 0;
+  // Set by the decoder around a forward in which it adds this flow's log-determinant itself
+  // (decoder.cpp: FrameLogDets): forward then returns an undefined one. Only for flows whose
+  // log-determinant is a per-frame constant times the frame count (ActNorm, InvConvNear).
+  void set_frame_log_det_deferred(bool deferred) { frame_log_det_deferred_ = deferred; }
+
+ protected:
+  bool frame_log_det_deferred_ = false;
 };
 
 // Per-channel affine flow with data-dependent initialisation (DDI): when `ddi` is on, the
@@ -168,17 +175,13 @@ class InvConvNearImpl : public Flow {
                                                   const torch::Tensor& g = {}, bool reverse = false) override;
   torch::Tensor weight;  // [n_split, n_split], orthogonal with det > 0 at init
   int64_t n_split() const { return n_split_; }
-  // log det W for the next forward passes, computed by the caller (the decoder computes all its
-  // flows' at once: per flow, the Leibniz formula and its backward were ~35 small kernels); an
-  // undefined tensor goes back to computing it here.
-  void set_step_log_det(torch::Tensor log_det) { step_log_det_ = std::move(log_det); }
+  int64_t channels() const { return channels_; }
 
  private:
   torch::Tensor log_det_weight();
   torch::Tensor inverse_weight();
   int64_t channels_, n_split_;
   LeibnizLogDet log_det_;
-  torch::Tensor step_log_det_;
   // W^-1 for the reverse pass without gradient, kept while the weight is unchanged (same
   // storage and version): synthesis inverts it once, not per call, and a CUDA graph of the
   // reverse pass (whose recording runs it once first) holds no LU, which checks on the host.

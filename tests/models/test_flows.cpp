@@ -133,12 +133,12 @@ TEST_F(FlowsTest, LogDeterminantsEqualAutogradJacobian) {
   EXPECT_NEAR(logdet, expected, 1e-9);
 }
 
-// The decoder computes every InvConvNear's log-determinant in one batch (decoder.cpp:
-// BatchedLogDets); each flow on its own computes its own. Both must give the same log-det and
-// the same gradients: matrices of different determinants, so that a flow given another's
-// log-det changes the total and the gradients (a permutation of them would not: every flow
-// sees the same mask), and one kept after the forward shows in the next.
-TEST_F(FlowsTest, BatchedLogDeterminantsEqualEachFlowsOwnWithGradients) {
+// The decoder adds ActNorm's and InvConvNear's log-determinants itself, the InvConvNear ones
+// from one batched Leibniz evaluation (decoder.cpp: FrameLogDets); each flow on its own
+// computes its own. Both must give the same log-det and the same gradients: matrices of
+// different determinants, so that one counted twice or left out changes the total and the
+// gradients, and afterwards a flow must compute its own again.
+TEST_F(FlowsTest, DecoderFrameLogDeterminantsEqualEachFlowsOwnWithGradients) {
   auto o = tiny_options().n_blocks_dec(3);
   FlowSpecDecoder dec(o);
   dec->to(torch::kDouble);
@@ -186,7 +186,7 @@ TEST_F(FlowsTest, BatchedLogDeterminantsEqualEachFlowsOwnWithGradients) {
     EXPECT_LT(max_abs_diff(batched_grads[i], own_grads[i]), 1e-12) << "gradient " << i;
   }
   EXPECT_GT(max_abs_diff(own_grads[0], own_grads[2]), 1e-3);
-  // After the decoder's forward, a flow computes its log-det afresh (the batch's is dropped).
+  // After the decoder's forward, a flow computes its own log-det again, from its current weight.
   {
     torch::NoGradGuard no_grad;
     invconvs[1]->weight.mul_(2.0);
