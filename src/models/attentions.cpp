@@ -40,15 +40,6 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t channels, int64_t out_cha
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& c,
                                               const torch::Tensor& attn_mask) {
-  if (c.is_same(x) && x.is_cuda() && x.dim() == 3) {
-    // Self-attention on a GPU: the three projections of one input as one convolution with the
-    // weights stacked. Per layer and step that is one convolution, one layout conversion of x
-    // and one bias each way instead of three, and no sum of three input gradients.
-    const auto weight = torch::cat({conv_q->weight, conv_k->weight, conv_v->weight});
-    const auto bias = torch::cat({conv_q->bias, conv_k->bias, conv_v->bias});
-    const auto qkv = add_channel_bias(torch::conv1d(x, weight), bias).chunk(3, 1);
-    return conv1d_forward(*conv_o, attention(qkv[0], qkv[1], qkv[2], attn_mask));
-  }
   auto q = conv1d_forward(*conv_q, x);
   auto k = conv1d_forward(*conv_k, c);
   auto v = conv1d_forward(*conv_v, c);
