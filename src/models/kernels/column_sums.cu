@@ -33,14 +33,6 @@ constexpr int kThreads = 256;
 #endif
 constexpr int kUnroll = MONOFLOW_COLUMN_UNROLL;
 
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <typename T>
-constexpr int pack_of() { return 16 / sizeof(T); }
-
 // Threads per row (one pack of V columns each) and rows in flight per block.
 struct Lanes {
   int per_row, rows;
@@ -60,7 +52,7 @@ __global__ void column_partials(const T* __restrict__ rows, int64_t n, int64_t c
   if (slot < lanes.rows) {
 #pragma unroll kUnroll
     for (int64_t i = first + slot; i < last; i += lanes.rows) {
-      const auto p = *reinterpret_cast<const Pack<T, V>*>(rows + i * c + int64_t(lane) * V);
+      const auto p = load<T, V>(rows + i * c + int64_t(lane) * V);
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[k] += to_float(p.v[k]);
     }
@@ -118,7 +110,7 @@ cudaError_t launch(const T* rows, int64_t n, int64_t c, float* partials, float* 
 template <typename T>
 bool column_sums_packed(int64_t c, const void* rows) {
   constexpr int V = pack_of<T>();
-  return c % V == 0 && c / V <= kThreads && reinterpret_cast<uintptr_t>(rows) % 16 == 0;
+  return c % V == 0 && c / V <= kThreads && aligned(rows, 16);
 }
 
 template <typename T>

@@ -39,21 +39,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
-
-template <typename T, int V>
-__device__ __forceinline__ Pack<T, V> load(const T* p) { return *reinterpret_cast<const Pack<T, V>*>(p); }
-template <typename T, int V>
-__device__ __forceinline__ void store(T* p, const Pack<T, V>& x) { *reinterpret_cast<Pack<T, V>*>(p) = x; }
-
 int blocks_for(int64_t work) {
   return static_cast<int>(std::min<int64_t>((work + kThreads - 1) / kThreads, 65536));
 }
-
-bool aligned(const void* p, int bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // A pack's place in an [outer, span] tensor: row o, first element r.
 struct PackAt {
@@ -303,9 +291,6 @@ __global__ void residual_skip_backward(const float* __restrict__ grad_x_out, con
     store(grad_res_skip + o * 2 * span + span + r, gskip);
   }
 }
-
-template <typename T>
-constexpr int pack_of() { return 16 / sizeof(T); }
 
 }  // namespace
 
