@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   fuzz::Target t;
   t.name = "fuzz_config";
   const std::string source = MONOFLOW_SOURCE_DIR;
-  for (const char* f : {"configs/ljspeech.yaml", "configs/ljspeech_blank.yaml", "configs/quickstart.yaml"}) {
+  for (const char* f : {"configs/ljspeech.yaml", "configs/ljspeech_blank.yaml", "configs/quickstart.yaml",
+                        "configs/aligner.yaml"}) {
     t.seeds.push_back(fuzz::read_bytes(source + "/" + f));
   }
   t.seeds.push_back(
