@@ -31,9 +31,12 @@ PY=${PYTHON:-python3}
 GPU_COUNT=$(nvidia-smi -L 2>/dev/null | wc -l)
 ((GPU_COUNT > 0)) || GPU_COUNT=1
 GPUS=${PARITY_GPUS:-$GPU_COUNT}
-# The alignment recipe (README's): RECIPE_CONFIG for RECIPE_MINUTES on each corpus, then align
-# with its defaults; RECIPE_MINUTES=0 skips it.
-RECIPE_CONFIG=${RECIPE_CONFIG:-configs/ljspeech_blank.yaml}
+# The alignment recipe (README's): RECIPE_CONFIG once per seed of RECIPE_SEEDS on each corpus,
+# each run until its max_steps or RECIPE_MINUTES, then align with its defaults given every run's
+# last checkpoint; RECIPE_MINUTES=0 skips it. (Before 2026-12-04 the recipe was one run of
+# configs/ljspeech_blank.yaml: RECIPE_CONFIG=configs/ljspeech_blank.yaml RECIPE_SEEDS=1234.)
+RECIPE_CONFIG=${RECIPE_CONFIG:-configs/aligner.yaml}
+RECIPE_SEEDS=${RECIPE_SEEDS:-1 2 3}
 RECIPE_MINUTES=${RECIPE_MINUTES:-0}
 RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
 WORK=$(realpath -m "${WORK:-$ROOT/.parity-work}")
@@ -151,32 +154,37 @@ evaluate_run() {  # corpus dir: one judge for every checkpoint (monoflow's conve
   fi
 }
 
-recipe_run() {  # corpus: RECIPE_CONFIG for RECIPE_MINUTES, then align (defaults) and score
-  # The last checkpoint is the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint is
-  # scored too (how accuracy grows with training), and the last three together (align's median
-  # of several --checkpoint).
-  local corpus=$1 dir=$WORK/recipe/$1
+recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then align (defaults) and score
+  # Each seed's last checkpoint is scored alone, and all of them together (align's median of
+  # several --checkpoint): the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint of
+  # each run is scored too (how accuracy grows with training).
+  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
-  timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$dir/run" \
-    --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set run.tensorboard=false \
-    $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
-      || echo "--set train.keep_checkpoints=2") > "$dir/train.log" 2>&1 \
-    || { echo "parity: recipe run on $corpus failed"; tail -3 "$dir/train.log"; return 1; }
-  local ckpts=("$dir"/run/checkpoints/ckpt_*.pt)
-  local last=${ckpts[-1]} name
-  if [ -n "${RECIPE_SAVE_EVERY:-}" ]; then
-    for ckpt in "${ckpts[@]::${#ckpts[@]}-1}"; do
-      name=$(basename "$ckpt" .pt)
-      recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
-    done
-    if ((${#ckpts[@]} >= 3)); then
-      recipe_score "$corpus" "$dir/last3" "${ckpts[@]: -3}" &&
-        echo "parity: recipe on $corpus (median of the last 3): $(grep -m1 -i median "$dir/last3/score.txt")"
+  for seed in $RECIPE_SEEDS; do
+    local run=$dir/run-s$seed
+    if [ ! -f "$run.done" ]; then
+      rm -rf "$run"
+      timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
+        --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
+        $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
+          || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 \
+        || { echo "parity: recipe run on $corpus (seed $seed) failed"; tail -3 "$run.log"; return 1; }
+      touch "$run.done"
     fi
-  fi
-  recipe_score "$corpus" "$dir/final" "$last" --json "$dir.json" || return 1
-  echo "parity: recipe on $corpus ($(basename "$last")): $(grep -m1 -i median "$dir/final/score.txt")"
+    local ckpts=("$run"/checkpoints/ckpt_*.pt)
+    lasts+=("${ckpts[-1]}")
+    if [ -n "${RECIPE_SAVE_EVERY:-}" ]; then
+      for ckpt in "${ckpts[@]::${#ckpts[@]}-1}"; do
+        name=s$seed-$(basename "$ckpt" .pt)
+        recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+      done
+    fi
+    name=s$seed-$(basename "${ckpts[-1]}" .pt)
+    recipe_score "$corpus" "$dir/$name" "${ckpts[-1]}" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+  done
+  recipe_score "$corpus" "$dir/final" "${lasts[@]}" --json "$dir.json" || return 1
+  echo "parity: recipe on $corpus (${#lasts[@]} runs together): $(grep -m1 -i median "$dir/final/score.txt")"
 }
 
 recipe_score() {  # corpus dir checkpoint... [--json file]: align (defaults) into dir, then score
