@@ -10,6 +10,9 @@
  *   cc -O2 -o flite_corpus flite_corpus.c -I/usr/include/flite -lflite_cmu_us_rms \
  *      -lflite_usenglish -lflite_cmulex -lflite -lm
  *   flite_corpus sentences.txt out_dir [prefix]
+ * Another of flite's voices (a third voice for docs/accuracy.md, "The aligner config"): define
+ * FLITE_VOICE_REGISTER and link that voice, e.g. for awb
+ *   cc -O2 -DFLITE_VOICE_REGISTER=register_cmu_us_awb -o flite_awb flite_corpus.c ... -lflite_cmu_us_awb ...
  */
 #include <flite.h>
 
@@ -18,7 +21,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-cst_voice *register_cmu_us_rms(const char *voxdir);
+#ifndef FLITE_VOICE_REGISTER
+#define FLITE_VOICE_REGISTER register_cmu_us_rms
+#endif
+cst_voice *FLITE_VOICE_REGISTER(const char *voxdir);
 
 static void make_dir(const char *path) {
   if (mkdir(path, 0755) != 0) {
@@ -55,7 +61,7 @@ int main(int argc, char **argv) {
   }
 
   flite_init();
-  cst_voice *voice = register_cmu_us_rms(NULL);
+  cst_voice *voice = FLITE_VOICE_REGISTER(NULL);
   char line[8192];
   int n = 0;
   while (fgets(line, sizeof line, in)) {
