@@ -378,9 +378,9 @@ std::pair<torch::Tensor, torch::Tensor> ActNormImpl::forward(const torch::Tensor
     initialized_ = true;
   }
   if (reverse) return {(x - bias) * torch::exp(-logs) * x_mask, torch::Tensor()};
-  if (frame_log_det_deferred_) return {actnorm_affine(x, logs, bias, x_mask), torch::Tensor()};
-  auto x_len = x_mask.sum({1, 2});
-  return {actnorm_affine(x, logs, bias, x_mask), logs.sum() * x_len};
+  auto y = actnorm_affine(x, logs, bias, x_mask);
+  if (frame_log_det_deferred_) return {y, torch::Tensor()};  // the decoder adds it (FrameLogDets)
+  return {y, logs.sum() * x_mask.sum({1, 2})};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -446,12 +446,12 @@ std::pair<torch::Tensor, torch::Tensor> InvConvNearImpl::forward(const torch::Te
   const int64_t c = x_in.size(1), s = n_split_;
   TORCH_CHECK(c % s == 0, "InvConvNear: channels ", c, " not divisible by n_split ", s);
   if (reverse) return {invconv_mix(x_in, inverse_weight(), x_mask), torch::Tensor()};
-  if (frame_log_det_deferred_) {
+  auto y = invconv_mix(x_in, weight, x_mask);
+  if (frame_log_det_deferred_) {  // the decoder adds it (FrameLogDets), counting channels_
     TORCH_CHECK(c == channels_, "InvConvNear: ", c, " channels where the decoder counted ", channels_);
-    return {invconv_mix(x_in, weight, x_mask), torch::Tensor()};
+    return {y, torch::Tensor()};
   }
-  auto logdet = log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2});
-  return {invconv_mix(x_in, weight, x_mask), logdet};
+  return {y, log_det_weight() * (static_cast<double>(c) / s) * x_mask.sum({1, 2})};
 }
 
 // ---------------------------------------------------------------------------------------------
