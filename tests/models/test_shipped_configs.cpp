@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "model_test_util.h"
 #include "models/decoder.h"
 #include "models/glow_tts.h"
 #include "train/config/config_io.h"
@@ -26,13 +27,7 @@ std::string configs_dir() {
 int64_t frames_reached(const models::GlowTTSOptions& options, int64_t frames, int64_t frame) {
   torch::manual_seed(3);
   models::FlowSpecDecoder decoder(options);
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& p : decoder->parameters()) {
-      if (p.dim() == 2 && p.size(0) == p.size(1)) continue;  // keep InvConvNear's invertible init
-      p.copy_(torch::randn(p.sizes()) * 0.3);
-    }
-  }
+  models::testing::randomize(*decoder);
   decoder->eval();
   torch::NoGradGuard no_grad;
   const auto y = torch::randn({1, options.out_channels(), frames});
