@@ -53,10 +53,13 @@ int main(int argc, char** argv) {
   std::string junction = "middle";
   app.add_option("--junction", junction,
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
-                 "for a pause: middle (split at their middle) or next (they are the next word's onset: the "
-                 "boundary is where they begin; better against espeak-ng's word events, worse against flite's, "
-                 "docs/accuracy.md \"Alignment accuracy\")")
-      ->check(CLI::IsMember({"middle", "next"}))
+                 "for a pause: middle (split at their middle, rounded down to a frame), next (they are the next "
+                 "word's onset: the boundary is where they begin; better against espeak-ng's word events, worse "
+                 "against flite's) or centre (their exact middle: half a frame later than middle when they are an "
+                 "odd count, as a single space frame is; better against flite's, worse against espeak-ng's). "
+                 "Each voice's references set words apart at their own place: docs/accuracy.md \"Where touching "
+                 "words meet\"")
+      ->check(CLI::IsMember({"middle", "next", "centre"}))
       ->capture_default_str();
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
                  "move the first word's start after a leading silence and the last word's end before the "
@@ -72,7 +75,7 @@ int main(int argc, char** argv) {
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {
     o.progress = !quiet;
-    if (junction == "next") o.junction = monoflow::train::Junction::kNextWord;
+    o.junction = *monoflow::train::junction_named(junction);  // CLI::IsMember checked the name
     const auto r = monoflow::train::align_dataset(o);
     std::fprintf(stderr,
                  "align: %lld utterances (%.1f s of audio, %lld words) in %.1f s on %s (MAS %s); %lld bad line(s) "

@@ -111,10 +111,11 @@ void bind_align(py::module_& m) {
         o.cache_dir = cache_dir.value_or("");
         o.images = images;
         o.min_pause_ms = min_pause_ms;
-        if (junction != "middle" && junction != "next") {
-          throw UserError("junction: '" + junction + "': give 'middle' or 'next' (align --junction)");
+        const auto named = train::junction_named(junction);
+        if (!named) {
+          throw UserError("junction: '" + junction + "': give 'middle', 'next' or 'centre' (align --junction)");
         }
-        o.junction = junction == "next" ? train::Junction::kNextWord : train::Junction::kMiddle;
+        o.junction = *named;
         o.silence_edge_ms = silence_edge_ms.value_or(-1);
         o.recentre = recentre;
         o.progress = progress;

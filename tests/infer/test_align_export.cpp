@@ -82,10 +82,19 @@ TEST(WordSpans, ShortGapsGoToTheNextWordOrAreSplitLongOnesArePauses) {
   o.min_pause_frames = 8;
   w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
-  // ... or, kNextWord, it is the next word's onset.
+  // ... or, kNextWord, it is the next word's onset ...
   o.junction = Junction::kNextWord;
   w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 19, "ef"}, {19, 23, ""}}));
+  // ... or, kCentre, it is split at its exact middle, 3.5 frames a side; ab's one-frame space,
+  // which the other two give to cd, is halved too.
+  o.junction = Junction::kCentre;
+  w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals,
+                   expected({{0, 5.5, "ab"}, {5.5, 13.5, "cd"}, {13.5, 19, "ef"}, {19, 23, ""}}));
+  o.junction = Junction::kMiddle;
+  w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
   // Tokens: one interval each, back to back.
   const auto t = token_intervals(tokens);
   ASSERT_EQ(t.size(), 10u);
@@ -115,6 +124,18 @@ TEST(WordSpans, BlanksAndALeadingSpaceAndAMismatchedWordList) {
   EXPECT_FALSE(w.labels_from_text);
   EXPECT_EQ(w.intervals[1].label, "i'm");
   EXPECT_EQ(w.intervals[2].label, "ok");
+}
+
+// Frame s stands for the audio around s * hop: the boundary before it lies half a hop earlier,
+// one half a frame into it (kCentre) at s * hop; the ends are the grid's.
+TEST(WordSpans, FrameBoundariesInSeconds) {
+  const FrameTiming t{256, 22050};
+  const double hop_s = 256.0 / 22050;
+  EXPECT_DOUBLE_EQ(t.boundary(0, 100), 0.0);
+  EXPECT_DOUBLE_EQ(t.boundary(10, 100), 9.5 * hop_s);
+  EXPECT_DOUBLE_EQ(t.boundary(10.5, 100), 10 * hop_s);
+  EXPECT_DOUBLE_EQ(t.boundary(100, 100), 100 * hop_s);
+  EXPECT_DOUBLE_EQ(t.boundary(99.5, 100), 99 * hop_s);
 }
 
 UtteranceAlignment example_alignment() {
@@ -599,13 +620,18 @@ TEST_F(AlignRun, TouchingWordsMeetAtTheMiddleOfTheFramesBetweenThemByDefault) {
   o.out_dir = *dir_ / "junction_next";
   o.junction = Junction::kNextWord;
   align_dataset(o);
-  int differ = 0;
+  o.out_dir = *dir_ / "junction_centre";
+  o.junction = Junction::kCentre;
+  align_dataset(o);
+  int differ = 0, differ_centre = 0;
   for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
     const std::string as_default = format_textgrid(textgrid_of("junction_default", id));
     EXPECT_EQ(as_default, format_textgrid(textgrid_of("junction_middle", id))) << id;
     differ += as_default != format_textgrid(textgrid_of("junction_next", id));
+    differ_centre += as_default != format_textgrid(textgrid_of("junction_centre", id));
   }
   EXPECT_GT(differ, 0) << "no utterance has a space of two frames or more: the test tells nothing";
+  EXPECT_GT(differ_centre, 0) << "no utterance has an odd count of frames between words";
 }
 
 // An official Glow-TTS file (what convert_weights --to-official writes) aligns like the monoflow

@@ -23,11 +23,12 @@ def test_durations_sum_to_each_mel_length(checkpoint, corpus):
         assert len(result.tokens[uid]) == durations.numel()
 
 
-def test_durations_and_textgrids_are_the_align_tools(checkpoint, corpus, tool, tmp_path):
+@pytest.mark.parametrize("junction", ["next", "centre"])
+def test_durations_and_textgrids_are_the_align_tools(checkpoint, corpus, tool, tmp_path, junction):
     out = tmp_path / "tool"
     subprocess.run([tool("align"), "--checkpoint", checkpoint, "--dataset-dir", corpus, "--out", str(out),
-                    "--device", "cpu", "-q", "--junction", "next"], check=True, capture_output=True)
-    mine = monoflow.align(checkpoint, dataset_dir=corpus, out_dir=str(tmp_path / "api"), junction="next")
+                    "--device", "cpu", "-q", "--junction", junction], check=True, capture_output=True)
+    mine = monoflow.align(checkpoint, dataset_dir=corpus, out_dir=str(tmp_path / "api"), junction=junction)
     assert mine.summary_path == str(tmp_path / "api" / "summary.tsv") and os.path.exists(mine.summary_path)
     for uid, durations in mine.durations.items():
         expected = np.load(out / "durations" / (uid + ".npy"))
@@ -42,5 +43,5 @@ def test_a_bad_line_names_its_file_and_line(checkpoint, corpus, tmp_path):
     with pytest.raises(monoflow.FileError) as e:
         monoflow.align(checkpoint, dataset_dir=corpus, filelist=str(filelist), overrides=["data.on_bad_line=error"])
     assert f"{filelist}:2" in str(e.value)
-    with pytest.raises(monoflow.UserError, match="junction: 'late': give 'middle' or 'next'"):
+    with pytest.raises(monoflow.UserError, match="junction: 'late': give 'middle', 'next' or 'centre'"):
         monoflow.align(checkpoint, dataset_dir=corpus, junction="late")

@@ -43,7 +43,8 @@ std::vector<int64_t> word_junctions(const WordIntervals& words) {
   std::vector<int64_t> out;
   const auto& in = words.intervals;
   for (size_t i = 0; i + 1 < in.size(); ++i) {
-    if (!in[i].label.empty() && !in[i + 1].label.empty()) out.push_back(in[i].end);
+    // A kCentre junction half a frame into a frame counts as that frame's start, as kMiddle's.
+    if (!in[i].label.empty() && !in[i + 1].label.empty()) out.push_back(static_cast<int64_t>(std::floor(in[i].end)));
   }
   return out;
 }

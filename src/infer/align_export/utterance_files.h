@@ -21,10 +21,11 @@ struct FrameTiming {
   // Where the boundary between frames `frame` - 1 and `frame` lies in time, of an utterance of
   // `total` frames. The STFT is centred, so frame s stands for the audio around s * hop, and the
   // boundary falls half a hop before it; the first boundary is 0 and the last the TextGrid's end.
-  double boundary(int64_t frame, int64_t total) const {
+  // A boundary half a frame into frame s (s + 0.5, Junction::kCentre) lies at s * hop.
+  double boundary(double frame, int64_t total) const {
     if (frame <= 0) return 0.0;
-    if (frame >= total) return seconds(total);
-    return (static_cast<double>(frame) - 0.5) * hop_length / sampling_rate;
+    if (frame >= static_cast<double>(total)) return seconds(total);
+    return (frame - 0.5) * hop_length / sampling_rate;
   }
 };
 

@@ -58,6 +58,13 @@ std::vector<Group> groups_of(const std::vector<AlignedToken>& tokens) {
 
 }  // namespace
 
+std::optional<Junction> junction_named(const std::string& name) {
+  if (name == "middle") return Junction::kMiddle;
+  if (name == "next") return Junction::kNextWord;
+  if (name == "centre") return Junction::kCentre;
+  return std::nullopt;
+}
+
 std::vector<std::string> words_of(const std::string& cleaned_text) {
   std::vector<std::string> out;
   std::istringstream in(cleaned_text);
@@ -77,7 +84,7 @@ std::vector<FrameInterval> token_intervals(const std::vector<AlignedToken>& toke
   std::vector<FrameInterval> out;
   int64_t frame = 0;
   for (const AlignedToken& t : tokens) {
-    out.push_back({frame, frame + t.frames, t.symbol});
+    out.push_back({static_cast<double>(frame), static_cast<double>(frame + t.frames), t.symbol});
     frame += t.frames;
   }
   return out;
@@ -91,21 +98,24 @@ WordIntervals word_intervals(const std::vector<AlignedToken>& tokens, const std:
   WordIntervals r;
   r.words = static_cast<int64_t>(groups.size());
   r.labels_from_text = words.size() == groups.size();
-  // Short gaps: the words meet where the gap begins, or at its middle.
+  // Word edges in frames; short gaps: the words meet where the gap begins, or at its middle.
+  std::vector<double> begin(groups.size()), end(groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) begin[i] = groups[i].begin, end[i] = groups[i].end;
   for (size_t i = 0; i + 1 < groups.size(); ++i) {
     const int64_t gap = groups[i + 1].begin - groups[i].end;
     if (gap < options.min_pause_frames) {
-      if (options.junction == Junction::kMiddle) groups[i].end += gap / 2;
-      groups[i + 1].begin = groups[i].end;
+      if (options.junction == Junction::kMiddle) end[i] += gap / 2;
+      if (options.junction == Junction::kCentre) end[i] += 0.5 * gap;
+      begin[i + 1] = end[i];
     }
   }
-  int64_t frame = 0;
+  double frame = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
-    if (groups[i].begin > frame) r.intervals.push_back({frame, groups[i].begin, ""});
-    r.intervals.push_back({groups[i].begin, groups[i].end, r.labels_from_text ? words[i] : groups[i].spelled});
-    frame = groups[i].end;
+    if (begin[i] > frame) r.intervals.push_back({frame, begin[i], ""});
+    r.intervals.push_back({begin[i], end[i], r.labels_from_text ? words[i] : groups[i].spelled});
+    frame = end[i];
   }
-  if (frame < total || r.intervals.empty()) r.intervals.push_back({frame, total, ""});
+  if (frame < total || r.intervals.empty()) r.intervals.push_back({frame, static_cast<double>(total), ""});
   return r;
 }
 

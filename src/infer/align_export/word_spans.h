@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,16 +18,22 @@ struct AlignedToken {
 };
 
 struct FrameInterval {
-  int64_t begin = 0, end = 0;  // frames [begin, end)
-  std::string label;           // "" for a pause
+  // Frames [begin, end); whole for tokens, and for words but at a Junction::kCentre split of an
+  // odd number of frames, which falls half a frame into the middle one.
+  double begin = 0, end = 0;
+  std::string label;  // "" for a pause
 };
 
 // Where two words meet when the frames between them (the space token, punctuation) are too few
 // for a pause.
 enum class Junction {
-  kMiddle,    // they are split at their middle
+  kMiddle,    // they are split at their middle, rounded down to a frame boundary
   kNextWord,  // they are the next word's onset: the boundary is where they begin
+  kCentre,    // they are split at their exact middle: half a frame into the middle one when odd
 };
+
+// "middle", "next", "centre" (align --junction); nullopt for another name.
+std::optional<Junction> junction_named(const std::string& name);
 
 struct WordSpanOptions {
   // Frames between two words that are not a word's sound (the space token, punctuation, blanks)
@@ -34,8 +41,10 @@ struct WordSpanOptions {
   // words, which touch, as words do in connected speech, as `junction` says.
   int64_t min_pause_frames = 4;
   // kNextWord moves each such boundary earlier by half those frames: 2-6 points more within 25 ms
-  // against espeak-ng's word events, 5-6 points fewer against flite's (docs/accuracy.md,
-  // "Alignment accuracy"), so it is no default.
+  // against espeak-ng's word events, 5-6 points fewer against flite's; kCentre moves the boundary
+  // of an odd count half a frame later than kMiddle, which helps against flite's references and
+  // hurts against espeak-ng's (docs/accuracy.md, "Where touching words meet"), so neither is the
+  // default.
   Junction junction = Junction::kMiddle;
 };
 
