@@ -54,9 +54,10 @@ int main(int argc, char** argv) {
   app.add_option("--junction", junction,
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
                  "for a pause: middle (split at their middle, rounded down to a frame), next (they are the next "
-                 "word's onset: the boundary is where they begin; better against espeak-ng's word events, worse "
-                 "against flite's) or centre (their exact middle: half a frame later than middle when they are an "
-                 "odd count, as a single space frame is; better against flite's, worse against espeak-ng's). "
+                 "word's onset: the boundary is where they begin; better against espeak-ng's word events and "
+                 "Festival's segments, worse against flite's) or centre (their exact middle: half a frame later than "
+                 "middle when they are an odd count, as a single space frame is; better against flite's, worse "
+                 "against the other two). "
                  "Each voice's references set words apart at their own place: docs/accuracy.md \"Where touching "
                  "words meet\"")
       ->check(CLI::IsMember({"middle", "next", "centre"}))
