@@ -158,7 +158,7 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   # Each seed's last checkpoint is scored alone, and all of them together (align's median of
   # several --checkpoint): the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint of
   # each run is scored too (how accuracy grows with training).
-  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name
+  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name ckpt
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
   for seed in $RECIPE_SEEDS; do
@@ -172,16 +172,14 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
         || { echo "parity: recipe run on $corpus (seed $seed) failed"; tail -3 "$run.log"; return 1; }
       touch "$run.done"
     fi
-    local ckpts=("$run"/checkpoints/ckpt_*.pt)
+    local ckpts=("$run"/checkpoints/ckpt_*.pt) scored
     lasts+=("${ckpts[-1]}")
-    if [ -n "${RECIPE_SAVE_EVERY:-}" ]; then
-      for ckpt in "${ckpts[@]::${#ckpts[@]}-1}"; do
-        name=s$seed-$(basename "$ckpt" .pt)
-        recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
-      done
-    fi
-    name=s$seed-$(basename "${ckpts[-1]}" .pt)
-    recipe_score "$corpus" "$dir/$name" "${ckpts[-1]}" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+    scored=("${ckpts[-1]}")
+    [ -n "${RECIPE_SAVE_EVERY:-}" ] && scored=("${ckpts[@]}")
+    for ckpt in "${scored[@]}"; do
+      name=s$seed-$(basename "$ckpt" .pt)
+      recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+    done
   done
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" --json "$dir.json" || return 1
   echo "parity: recipe on $corpus (${#lasts[@]} runs together): $(grep -m1 -i median "$dir/final/score.txt")"
