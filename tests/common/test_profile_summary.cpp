@@ -1,5 +1,5 @@
 // scripts/profile_summary.py on a constructed Kineto trace: which part of the model each kernel's
-// time lands in, forward and backward.
+// time lands in, forward and backward; scripts/profile_cpu_ops.py: self time by op and shapes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -114,6 +114,42 @@ TEST(ProfileSummary, ReadsTheRangeItIsToldOf) {
   const std::string refused = run(script + trace + " 2>&1", &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(refused.find("no monoflow_step ranges"), std::string::npos) << refused;
+  std::remove(trace.c_str());
+}
+
+// A CPU trace (bench_inference --device cpu --profile): one call; an op with a nested op, whose
+// self time leaves the nested one's out, and the nested op called again with other input shapes.
+// By name the two products sum; with --shapes they are rows of their own.
+TEST(ProfileCpuOps, SelfTimeByOpAndByInputShapes) {
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/profile_cpu_ops.py ";
+  const std::string trace = testing::TempDir() + "profile_cpu_ops.json";
+  const auto op = [](const std::string& name, int ts, int dur, const std::string& dims) {
+    return "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"tid\": 1, \"name\": \"" + name + "\", \"ts\": " +
+           std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + ", \"args\": {\"Input Dims\": " + dims + "}}";
+  };
+  std::ofstream(trace) << "{\"traceEvents\": [\n"
+                       << event("user_annotation", "monoflow_call", 0, 1000) << ",\n"
+                       << op("aten::conv1d", 10, 300, "[[1, 2, 3]]") << ",\n"
+                       << op("aten::mm", 20, 200, "[[1, 2], [2, 3]]") << ",\n"
+                       << op("aten::mm", 400, 100, "[[4, 5], [5, 6]]") << "\n]}\n";
+  int status = 0;
+  const std::string by_name = run(script + trace + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << by_name;
+  EXPECT_NE(by_name.find("1 calls, 1.0 ms per call; ops' self time 0.4 ms per call"), std::string::npos) << by_name;
+  EXPECT_NE(by_name.find("aten::mm                                         0.30  30.0%          2"), std::string::npos)
+      << by_name;
+  EXPECT_NE(by_name.find("aten::conv1d                                     0.10  10.0%          1"), std::string::npos)
+      << by_name;
+  const std::string by_shape = run(script + trace + " --shapes 2>&1", &status);
+  ASSERT_EQ(status, 0) << by_shape;
+  EXPECT_NE(by_shape.find("aten::mm [[1, 2], [2, 3]]"), std::string::npos) << by_shape;
+  const size_t first = by_shape.find("aten::mm [[1, 2], [2, 3]]");
+  const size_t second = by_shape.find("aten::mm [[4, 5], [5, 6]]");
+  ASSERT_NE(second, std::string::npos) << by_shape;
+  EXPECT_LT(first, second) << "the larger self time first: " << by_shape;
+  EXPECT_NE(by_shape.find("0.20  20.0%", first), std::string::npos) << by_shape;
+  EXPECT_NE(by_shape.find("0.10  10.0%", second), std::string::npos) << by_shape;
   std::remove(trace.c_str());
 }
 

@@ -23,7 +23,9 @@ void profile_calls(const std::string& path, int calls, const torch::Device& devi
   using torch::profiler::impl::ActivityType;
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
-  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO);
+  // Input shapes in the trace: which call of an op is which (profile_cpu_ops.py --shapes).
+  const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
+                                                     /*report_input_shapes=*/true);
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   for (int i = 0; i < calls; ++i) {
