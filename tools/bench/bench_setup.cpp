@@ -23,9 +23,10 @@ void profile_calls(const std::string& path, int calls, const torch::Device& devi
   using torch::profiler::impl::ActivityType;
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
-  // Input shapes in the trace: which call of an op is which (profile_cpu_ops.py --shapes).
+  // On the CPU the input shapes tell one call of an op from another (profile_cpu_ops.py --shapes);
+  // on a GPU they would add host time to an eager step's profile and lower its GPU busy share.
   const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
-                                                     /*report_input_shapes=*/true);
+                                                     /*report_input_shapes=*/!device.is_cuda());
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   for (int i = 0; i < calls; ++i) {
