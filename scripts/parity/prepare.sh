@@ -5,28 +5,41 @@
 #   .parity/wheels/           the pure-Python wheels its text front-end imports (Unidecode, inflect)
 #   .parity/corpora/default/  the default corpus (espeak-ng en-us): metadata.csv, wavs/*.flac, words/
 #   .parity/corpora/flite/    the same sentences spoken by flite's rms voice, with flite's word timings
-# Usage: scripts/parity/prepare.sh [--official SRC]   (SRC: a clone URL or a local git folder;
-#        default the official repository, jaywalnut310/glow-tts on GitHub)
+#   .parity/corpora/awb/      with --voices: flite's awb voice (Scottish English), flite's timings
+#   .parity/corpora/kal/      with --voices: Festival's kal_diphone, Festival's timings
+# Usage: scripts/parity/prepare.sh [--official SRC] [--voices "default flite awb kal"]
+#        (SRC: a clone URL or a local git folder; default the official repository,
+#        jaywalnut310/glow-tts on GitHub; --voices: the corpora to make, default "default flite")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 PARITY=$ROOT/.parity
 OFFICIAL_SRC=https://github.com/jaywalnut310/glow-tts
 OFFICIAL_COMMIT=13e997689d643410f5d9f1f9a73877ae85e19bc2
+VOICES="default flite"
 while (($#)); do
   case "$1" in
     --official) OFFICIAL_SRC=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --voices) VOICES=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "prepare: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+for voice in $VOICES; do
+  case "$voice" in
+    default|flite|awb|kal) ;;
+    *) echo "prepare: --voices: unknown voice '$voice' (give default, flite, awb, kal)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$PARITY"
 
-need=()
-for p in flite1-dev flac; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p"); done
-if ((${#need[@]})); then
+need=(flite1-dev flac)
+[[ " $VOICES " == *" kal "* ]] && need+=(festival festvox-kallpc16k)
+missing=()
+for p in "${need[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # The official source at the pinned commit, without its history, pictures and filelists.
@@ -59,13 +72,27 @@ to_corpus() {  # source_dir name: metadata and words as they are, the audio as F
   echo "prepare: $2: $(wc -l < "$dst/metadata.csv") utterances, $(du -sh "$dst" | cut -f1)"
 }
 
-# The default corpus (espeak-ng), as scripts/quickstart.sh renders it.
-scripts/make_corpus.sh
-to_corpus data/monoflow-corpus default
+flite_voice() {  # flite voice, data folder, id prefix: the sentences spoken by that flite voice
+  cc -O2 -DFLITE_VOICE_REGISTER="register_cmu_us_$1" -o "$PARITY/flite_corpus_$1" scripts/parity/flite_corpus.c \
+    -I/usr/include/flite "-lflite_cmu_us_$1" -lflite_usenglish -lflite_cmulex -lflite -lm
+  [ -s "$2/metadata.csv" ] || "$PARITY/flite_corpus_$1" scripts/corpus/sentences.txt "$2" "$3"
+}
 
-# The second voice: flite's rms, with its own word timings.
-cc -O2 -o "$PARITY/flite_corpus" scripts/parity/flite_corpus.c -I/usr/include/flite \
-  -lflite_cmu_us_rms -lflite_usenglish -lflite_cmulex -lflite -lm
-[ -s data/flite-corpus/metadata.csv ] || "$PARITY/flite_corpus" scripts/corpus/sentences.txt data/flite-corpus flc
-to_corpus data/flite-corpus flite
+for voice in $VOICES; do  # one statement a line: set -e stops at the first that fails
+  case "$voice" in
+    default)  # the default corpus (espeak-ng), as scripts/quickstart.sh renders it
+      scripts/make_corpus.sh
+      to_corpus data/monoflow-corpus default ;;
+    flite)  # a second synthesizer: flite's rms, with its own word timings
+      flite_voice rms data/flite-corpus flc
+      to_corpus data/flite-corpus flite ;;
+    awb)  # another of flite's voices, a Scottish-English male
+      flite_voice awb data/awb-corpus fla
+      to_corpus data/awb-corpus awb ;;
+    kal)  # a third synthesizer: Festival's kal_diphone, with Festival's word timings
+      [ -s data/kal-corpus/metadata.csv ] ||
+        python3 scripts/parity/festival_corpus.py scripts/corpus/sentences.txt data/kal-corpus fst
+      to_corpus data/kal-corpus kal ;;
+  esac
+done
 du -sh "$PARITY"
