@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Sum a CPU Kineto trace (`bench_inference --device cpu --profile trace.json`) by ATen op.
+"""Sum a CPU Kineto trace (`bench_inference --device cpu --profile trace.json`, or
+`bench_train_step --device cpu --profile PREFIX`) by ATen op.
 
 Per op name: self time (its own duration less that of the ops it called), calls, and the
-share of the wall time of the "monoflow_call" ranges. Ops run on the calling thread; the
+share of the wall time of the "monoflow_call" (inference) or "monoflow_step" (training) ranges. Ops run on the calling thread; the
 intra-op worker threads' time shows up inside the op that waited for them. With --shapes, per
 op name and input shapes (the benchmarks record them), which tells one call site from another.
 
@@ -20,7 +21,7 @@ def main():
     ap.add_argument("--shapes", action="store_true", help="one row per op and input shapes")
     args = ap.parse_args()
     events = json.load(open(args.trace))["traceEvents"]
-    calls = [e for e in events if e.get("ph") == "X" and e.get("name") == "monoflow_call"]
+    calls = [e for e in events if e.get("ph") == "X" and e.get("name") in ("monoflow_call", "monoflow_step")]
     ops = [e for e in events if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
     wall = sum(c["dur"] for c in calls)
     self_us = collections.Counter()

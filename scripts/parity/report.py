@@ -5,6 +5,8 @@
                                   (time/step_ms per log line, summed into the time at each step)
   evals.jsonl                     evaluate.py's measures per run and checkpoint step
   aligns.jsonl                    per run and step, the score_alignment.py JSON of align's output
+  recipe/<corpus>/<name>/score.json  the alignment recipe: each run's checkpoints alone
+                                  (s<seed>-ckpt_<step>) and the runs together (final)
 
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
@@ -13,6 +15,9 @@ Tables per corpus (mean over seeds, min..max beside it):
    official run's last checkpoint saved by then.
 3. Time to target: the official runs' mean validation total at the last step is the target; the
    training time each run needs to reach it (linear between checkpoints), and the ratio.
+
+4. The alignment recipe, where it ran: per corpus, each scored checkpoint and the runs together,
+   median |error|, median signed error and the shares within 10 / 25 / 50 ms.
 
 --list-align prints "run step checkpoint" for the checkpoints the tables need aligned.
 """
@@ -81,6 +86,28 @@ def spread(values, fmt="{:.3f}"):
     return f"{fmt.format(mean)} ({fmt.format(min(values))}..{fmt.format(max(values))})"
 
 
+def recipe_tables(work):
+    """The alignment recipe's scores, one table per corpus (nothing where the recipe did not run)."""
+    out = []
+    for corpus_dir in sorted(glob.glob(os.path.join(work, "recipe", "*", ""))):
+        corpus = os.path.basename(os.path.dirname(corpus_dir))
+        scores = []
+        for path in sorted(glob.glob(os.path.join(corpus_dir, "*", "score.json"))):
+            name = os.path.basename(os.path.dirname(path))
+            with open(path) as f:
+                scores.append(("runs together" if name == "final" else name, json.load(f)))
+        scores.sort(key=lambda item: item[0] == "runs together")  # the recipe's figure last
+        if not scores:
+            continue
+        out.append(f"## {corpus}: alignment recipe\n\n| checkpoints | median abs. ms | median signed ms "
+                   f"| within 10 ms | 25 ms | 50 ms |\n|---|---|---|---|---|---|")
+        for name, a in scores:
+            out.append(f"| {name} | {a['median_abs_ms']:.1f} | {a['median_signed_ms']:+.1f} | "
+                       f"{100 * a['within_10ms']:.1f}% | {100 * a['within_25ms']:.1f}% | {100 * a['within_50ms']:.1f}% |")
+        out.append("")
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
@@ -145,7 +172,11 @@ def main():
     header = ("| side | runs | val MLE | val duration | val total | sentence mel L1 | frames / recording's "
               "| align median ms | within 25 ms % | train s |")
     rule = "|" + "---|" * 10
-    print(f"# Parity with the official trainer ({args.steps} steps)\n")
+    recipe = recipe_tables(work)
+    if runs:
+        print(f"# Parity with the official trainer ({args.steps} steps)\n")
+    elif recipe:
+        print("# Alignment recipe\n")
     for corpus in corpora:
         sides = sorted({side_of(r) for r in runs if r.startswith(corpus + "/")})
         left_out = os.path.join(work, "data", corpus, "left_out.txt")
@@ -204,6 +235,8 @@ def main():
                 ratio = f"{official_s / statistics.mean(got):.1f}x" if got else "-"
                 print(f"| {side} | {spread(got, '{:.1f}')} ({len(got)} of {len(reached)} reached) | {ratio} |")
         print()
+    if recipe:
+        print("\n".join(recipe))
 
 
 if __name__ == "__main__":

@@ -181,22 +181,20 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
       recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
     done
   done
-  recipe_score "$corpus" "$dir/final" "${lasts[@]}" --json "$dir.json" || return 1
+  recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
+  cp "$dir/final/score.json" "$dir.json"
   echo "parity: recipe on $corpus (${#lasts[@]} runs together): $(grep -m1 -i median "$dir/final/score.txt")"
 }
 
-recipe_score() {  # corpus dir checkpoint... [--json file]: align (defaults) into dir, then score
-  local corpus=$1 dir=$2 json=()
+recipe_score() {  # corpus dir checkpoint...: align (defaults) into dir, then score (dir/score.txt, .json)
+  local corpus=$1 dir=$2 ckpt ckpts=()
   shift 2
-  local ckpts=()
-  while (($#)); do
-    if [ "$1" = --json ]; then json=(--json "$2"); shift 2; else ckpts+=(--checkpoint "$1"); shift; fi
-  done
+  for ckpt in "$@"; do ckpts+=(--checkpoint "$ckpt"); done
   mkdir -p "$dir"
   "$BIN/align" "${ckpts[@]}" --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
     --set data.cache_dir="$WORK/data/$corpus/cache" --out "$dir/aligned" -q > "$dir/align.log" 2>&1 &&
   "$PY" scripts/score_alignment.py --textgrids "$dir/aligned/textgrids" --reference "$PARITY/corpora/$corpus/words" \
-    "${json[@]}" > "$dir/score.txt" || { echo "parity: recipe align on $corpus ($dir) failed"; tail -3 "$dir/align.log"; return 1; }
+    --json "$dir/score.json" > "$dir/score.txt" || { echo "parity: recipe align on $corpus ($dir) failed"; tail -3 "$dir/align.log"; return 1; }
 }
 
 export -f train_run evaluate_run run_monoflow data_sets recipe_score

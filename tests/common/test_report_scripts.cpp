@@ -1,5 +1,7 @@
-// scripts/profile_summary.py on a constructed Kineto trace: which part of the model each kernel's
-// time lands in, forward and backward; scripts/profile_cpu_ops.py: self time by op and shapes.
+// The scripts that sum up profiles and benchmark results, on inputs made here:
+// scripts/profile_summary.py (which part of the model each kernel's time lands in, forward and
+// backward), scripts/profile_cpu_ops.py (self time by op and input shapes) and
+// scripts/parity/report.py (the alignment recipe's tables).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -151,6 +153,43 @@ TEST(ProfileCpuOps, SelfTimeByOpAndByInputShapes) {
   EXPECT_NE(by_shape.find("0.20  20.0%", first), std::string::npos) << by_shape;
   EXPECT_NE(by_shape.find("0.10  10.0%", second), std::string::npos) << by_shape;
   std::remove(trace.c_str());
+}
+
+// What scripts/parity/run.sh leaves of the alignment recipe, without parity runs: one score.json
+// per scored checkpoint and one for the runs together ("final"). The report has no parity title
+// then, lists the checkpoints in order and the runs together last, with their figures.
+TEST(ParityReport, RecipeTableListsEachRunAndTheRunsTogetherLast) {
+  // Folders by the shell: in this binary std::filesystem::remove_all resolved to libtorch's
+  // exported copy, which crashed (a null call).
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string work = testing::TempDir() + "parity_report_work";
+  int status = 0;
+  run("rm -rf '" + work + "'", &status);
+  const auto score = [&](const std::string& name, double median, double signed_ms, double w10, double w25) {
+    const std::string dir = work + "/recipe/awb/" + name;
+    int made = 0;
+    run("mkdir -p '" + dir + "'", &made);
+    std::ofstream(dir + "/score.json") << "{\"median_abs_ms\": " << median << ", \"median_signed_ms\": " << signed_ms
+                                       << ", \"within_10ms\": " << w10 << ", \"within_25ms\": " << w25
+                                       << ", \"within_50ms\": 0.99}\n";
+  };
+  score("final", 9.4, -7.4, 0.5, 0.91);
+  score("s2-ckpt_000002500", 7.2, 1.2, 0.639, 0.957);
+  score("s1-ckpt_000002500", 11.7, -10.9, 0.437, 0.854);
+  const std::string out = run(script + "--work " + work + " --steps 1500 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(out.find("Parity with the official trainer"), std::string::npos) << out;
+  EXPECT_NE(out.find("# Alignment recipe"), std::string::npos) << out;
+  const size_t s1 = out.find("| s1-ckpt_000002500 | 11.7 | -10.9 | 43.7% | 85.4% | 99.0% |");
+  const size_t s2 = out.find("| s2-ckpt_000002500 | 7.2 | +1.2 | 63.9% | 95.7% | 99.0% |");
+  const size_t together = out.find("| runs together | 9.4 | -7.4 | 50.0% | 91.0% | 99.0% |");
+  ASSERT_NE(s1, std::string::npos) << out;
+  ASSERT_NE(s2, std::string::npos) << out;
+  ASSERT_NE(together, std::string::npos) << out;
+  EXPECT_LT(s1, s2) << out;
+  EXPECT_LT(s2, together) << out;
+  run("rm -rf '" + work + "'", &status);
 }
 
 }  // namespace
