@@ -1,6 +1,7 @@
 #include "models/attentions.h"
 
 #include "models/conv_bias.h"
+#include "models/dropout.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/rel_attention_cuda.h"
@@ -91,7 +92,7 @@ torch::Tensor attention_reference(const torch::Tensor& query, const torch::Tenso
   }
   auto p_attn = torch::softmax(scores, -1);  // [b,h,t_t,t_s]
   p_attn = keep_mask.defined() ? p_attn * keep_mask / (1.0 - dropout_p)
-                               : torch::dropout(p_attn, dropout_p, dropout_p > 0);
+                               : models::dropout(p_attn, dropout_p, dropout_p > 0);
   auto output = torch::matmul(p_attn, value);
   if (emb_v.defined()) {
     auto value_rel = MHA::relative_embeddings(emb_v, t_s);
@@ -136,7 +137,7 @@ FFNImpl::FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_chann
 
 torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask) {
   auto y = torch::relu(conv1d_forward(*conv_1, x * x_mask));
-  y = torch::dropout(y, p_dropout_, is_training());
+  y = models::dropout(y, p_dropout_, is_training());
   return conv1d_forward(*conv_2, y * x_mask) * x_mask;
 }
 
@@ -163,10 +164,10 @@ torch::Tensor AttentionEncoderImpl::forward(torch::Tensor x, const torch::Tensor
   for (int64_t i = 0; i < n_layers_; ++i) {
     x = x * x_mask;
     auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask);
-    y = torch::dropout(y, p_dropout_, is_training());
+    y = models::dropout(y, p_dropout_, is_training());
     x = norm_layers_1[i]->as<LayerNorm>()->forward(x + y);
     y = ffn_layers[i]->as<FFN>()->forward(x, x_mask);
-    y = torch::dropout(y, p_dropout_, is_training());
+    y = models::dropout(y, p_dropout_, is_training());
     x = norm_layers_2[i]->as<LayerNorm>()->forward(x + y);
   }
   return x * x_mask;

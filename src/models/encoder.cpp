@@ -1,6 +1,7 @@
 #include "models/encoder.h"
 
 #include "models/conv_bias.h"
+#include "models/dropout.h"
 
 #include <cmath>
 
@@ -21,9 +22,9 @@ DurationPredictorImpl::DurationPredictorImpl(int64_t in_channels, int64_t filter
 
 torch::Tensor DurationPredictorImpl::forward(const torch::Tensor& x_in, const torch::Tensor& x_mask) {
   auto x = torch::relu(conv1d_forward(*conv_1, x_in * x_mask));
-  x = torch::dropout(norm_1->forward(x), p_dropout_, is_training());
+  x = models::dropout(norm_1->forward(x), p_dropout_, is_training());
   x = torch::relu(conv1d_forward(*conv_2, x * x_mask));
-  x = torch::dropout(norm_2->forward(x), p_dropout_, is_training());
+  x = models::dropout(norm_2->forward(x), p_dropout_, is_training());
   return conv1d_forward(*proj, x * x_mask) * x_mask;
 }
 

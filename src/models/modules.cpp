@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "models/conv_bias.h"
+#include "models/dropout.h"
 #include "models/flow_fused.h"
 #include "models/winograd_conv1d.h"
 #include "models/wn_fused.h"
@@ -95,7 +96,7 @@ torch::Tensor ConvReluNormImpl::forward(const torch::Tensor& x_org, const torch:
   for (size_t i = 0; i < conv_layers->size(); ++i) {
     x = conv1d_forward(*conv_layers[i]->as<torch::nn::Conv1d>(), x * x_mask);
     x = norm_layers[i]->as<LayerNorm>()->forward(x);
-    x = torch::dropout(torch::relu(x), p_dropout_, is_training());
+    x = models::dropout(torch::relu(x), p_dropout_, is_training());
   }
   return (x_org + conv1d_forward(*proj, x)) * x_mask;
 }
@@ -333,7 +334,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     if (fused) {
       acts = gated_activation(in_layer.forward_without_bias(in_layer_input), in_layer.bias, p_dropout_, is_training());
     } else {
-      auto x_in = torch::dropout(in_layer.forward(x), p_dropout_, is_training());
+      auto x_in = models::dropout(in_layer.forward(x), p_dropout_, is_training());
       if (g.defined()) {
         auto g_l = g.slice(1, i * 2 * h, (i + 1) * 2 * h);
         x_in = x_in + (x_in.dim() == 4 ? g_l.unsqueeze(-1) : g_l);  // [B, 2H, 1(, 1)] over time

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "models/dropout.h"
+
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/wn_fused_cuda.h"
 #endif
@@ -92,7 +94,7 @@ bool wn_fused_applies(const torch::Tensor& x) {
 torch::Tensor gated_activation_reference(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p,
                                          bool training) {
   auto x = bias.defined() ? x_in + over_channels(bias, x_in) : x_in;
-  x = torch::dropout(x, dropout_p, training);
+  x = models::dropout(x, dropout_p, training);
   // chunk, not slice: the backward of a split is one concatenation, where each slice's would
   // fill a zero tensor, copy into it, and add the two (three kernels per half).
   const auto gate = x.chunk(2, 1);
