@@ -3,9 +3,10 @@
 `bench_train_step --device cpu --profile PREFIX`) by ATen op.
 
 Per op name: self time (its own duration less that of the ops it called), calls, and the
-share of the wall time of the "monoflow_call" (inference) or "monoflow_step" (training) ranges. Ops run on the calling thread; the
-intra-op worker threads' time shows up inside the op that waited for them. With --shapes, per
-op name and input shapes (the benchmarks record them), which tells one call site from another.
+share of the wall time of the "monoflow_call" (inference) or "monoflow_step" (training)
+ranges. Ops run on the calling thread; the intra-op worker threads' time shows up inside the op
+that waited for them. With --shapes, per op name and input shapes (the benchmarks record them
+on the CPU), which tells one call site from another.
 
     python3 scripts/profile_cpu_ops.py trace.json [--top 25] [--shapes]
 """
@@ -27,7 +28,8 @@ def main():
     self_us = collections.Counter()
     count = collections.Counter()
     by_thread = collections.defaultdict(list)
-    def key(e):
+
+    def key(e):  # what a row sums: the op, or the op and its input shapes
         if not args.shapes:
             return e["name"]
         return f'{e["name"]} {e.get("args", {}).get("Input Dims", "")}'

@@ -12,8 +12,8 @@
 # runs/quickstart/previous-<time>/), synthesize a sentence with the newest checkpoint.
 # The step target is what fits the stated time: 2,500 steps at the 12-13 steps/s of two idle CPU
 # cores (8-9 before the CPU dropout of 87bf0c7; docs/benchmarks.md), ~20 s on a GPU; it is also
-# where the blank model aligns best (README, "Alignments"). The time limit only stops a run on a machine
-# that is busier than that, with a checkpoint.
+# where the blank model aligns best (README, "Alignments"). The time limit only stops a run on a
+# machine that is busier than that, with a checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

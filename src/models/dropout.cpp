@@ -66,7 +66,8 @@ __attribute__((target("avx2"))) void mask_chunks_avx2(const float* x, float* y, 
   const __m256i sign = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   // Unsigned word < threshold as a signed comparison of both with the sign bit flipped; a
   // threshold of 2^32 (keep 1) keeps all.
-  const __m256i bound = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xffffffffu)) ^ 0x80000000u));
+  const uint32_t below = static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xffffffffu));
+  const __m256i bound = _mm256_set1_epi32(static_cast<int>(below ^ 0x80000000u));
   const bool keep_all = threshold > 0xffffffffu;
   const __m256 scale_v = _mm256_set1_ps(scale);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
