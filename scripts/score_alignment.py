@@ -37,6 +37,7 @@ import difflib
 import json
 import os
 import re
+import signal
 import statistics
 import sys
 
@@ -223,4 +224,6 @@ def main():
 
 
 if __name__ == "__main__":
+    if hasattr(signal, "SIGPIPE"):  # `... | head -1` ends quietly, as other commands do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     main()
