@@ -39,6 +39,7 @@ RECIPE_CONFIG=${RECIPE_CONFIG:-configs/aligner.yaml}
 RECIPE_SEEDS=${RECIPE_SEEDS:-1 2 3}
 RECIPE_MINUTES=${RECIPE_MINUTES:-0}
 RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
+RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they differ from the parity runs'
 WORK=$(realpath -m "${WORK:-$ROOT/.parity-work}")
 mkdir -p "$WORK" "$OUT"
 OFFICIAL=$WORK/glow-tts
@@ -214,13 +215,14 @@ on_free_gpu() {  # command...: starts it in the background on the first GPU with
   done
 }
 
-for corpus in $CORPORA; do
+# Every corpus either part uses, once.
+for corpus in $(printf '%s\n' $CORPORA $RECIPE_CORPORA | awk '!seen[$0]++'); do
   if ! grep -qs ", 0 differ" "$WORK/data/$corpus/frontend.txt"; then prepare_corpus "$corpus" || exit 1; fi
 done
 echo "parity: $GPUS run(s) at once, one per GPU"
 # The longest first: the recipe runs, then the official trainer's, then monoflow's.
 if ((RECIPE_MINUTES > 0)); then
-  for corpus in $CORPORA; do on_free_gpu recipe_run "$corpus"; done
+  for corpus in $RECIPE_CORPORA; do on_free_gpu recipe_run "$corpus"; done
 fi
 for side in $SIDES; do
   for corpus in $CORPORA; do
