@@ -222,7 +222,7 @@ torch::Tensor WNImpl::forward_cpu_inference(const torch::Tensor& x_in, const tor
     } else {
       auto x_in = u.defined() ? winograd_conv1d(x, u, in_layer.bias) : in_layer.forward(x);
       if (g.defined()) x_in = x_in + g.slice(1, i * 2 * h, (i + 1) * 2 * h);
-      acts = gated_activation_reference(x_in);
+      acts = gated_activation(x_in);
     }
     // The 1x1 res_skip convolution as products added in place: x += W_res acts, output +=
     // W_skip acts (the last layer has only the skip half), then the biases.

@@ -10,8 +10,9 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
+#include "models/simd_math.h"
+
+#ifdef MONOFLOW_SIMD_X86
 #define MONOFLOW_WINOGRAD_X86 1
 #endif
 
@@ -252,38 +253,7 @@ void rows_block_generic(const float* w, const float* packed, int64_t k, int64_t 
 
 // ------------------------------------------------------------------------------ AVX2 + FMA
 #ifdef MONOFLOW_WINOGRAD_X86
-#define MONOFLOW_AVX2 __attribute__((target("avx2,fma")))
-
-// exp for float lanes: Cody-Waite range reduction by ln 2 and the Cephes polynomial (a few
-// ulp, as Sleef's u10 that torch uses); inputs clamped to [-87.3, 88.3], whose 2^n is normal.
-MONOFLOW_AVX2 inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-
-// tanh(a) * sigmoid(b) = sign(a) (1 - e) / ((1 + e) (1 + f)) with e = exp(-2 |a|) and
-// f = exp(-b): one division. No overflow: e <= 1 and f <= exp(87.3), so the denominator stays
-// below 2 exp(87.3) < FLT_MAX.
-MONOFLOW_AVX2 inline __m256 gate_avx2(__m256 a, __m256 b) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 e = exp_avx2(_mm256_mul_ps(_mm256_andnot_ps(sign, a), _mm256_set1_ps(-2.0f)));
-  const __m256 f = exp_avx2(_mm256_xor_ps(b, sign));
-  const __m256 num = _mm256_or_ps(_mm256_sub_ps(one, e), _mm256_and_ps(sign, a));
-  return _mm256_div_ps(num, _mm256_mul_ps(_mm256_add_ps(one, e), _mm256_add_ps(one, f)));
-}
+using simd::gate_avx2;
 
 MONOFLOW_AVX2 void input_transform_avx2(const Transforms& tr, const float* ph, int64_t tiles_padded, float* v,
                                         int64_t point_stride, int64_t c, int64_t c_in, int64_t col0) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "models/dropout.h"
+#include "models/gate_cpu.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/wn_fused_cuda.h"
@@ -107,6 +108,9 @@ torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& b
   const double p = training ? dropout_p : 0.0;
   if (cuda::fused_gate_applies(x_in, bias, p)) return cuda::gated_activation(x_in, bias, p);
 #endif
+  // The CPU's float32 training and inference take the gate alone: their bias is in the
+  // convolution and their dropout before the speaker conditioning (WNImpl::forward).
+  if (!bias.defined() && (!training || dropout_p == 0.0) && gate_cpu_applies(x_in)) return gated_activation_cpu(x_in);
   return gated_activation_reference(x_in, bias, dropout_p, training);
 }
 
