@@ -12,7 +12,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
+
+from cuda_timing import cuda_kernels
 
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
@@ -57,15 +58,7 @@ shapes = [  # name, Cin, Cout, kernel
 
 
 def kernel_us(f, calls=10):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            f()
-        torch.cuda.synchronize()
-    kernels = [k for k in prof.key_averages() if k.device_type.name == "CUDA"]
-    return sum(k.device_time_total for k in kernels) / calls
+    return sum(k.device_time_total for k in cuda_kernels(f, calls)) / calls
 
 
 print(f"B={B} T={T} float32 (TF32), forward + backward, kernel time")

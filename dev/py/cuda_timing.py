@@ -1,6 +1,7 @@
-# Shared by the dev/py probes: microseconds per call of f on the current CUDA stream, and f
-# recorded as a CUDA graph.
+# Shared by the dev/py probes: microseconds per call of f on the current CUDA stream, the CUDA
+# kernels of calls of f under the profiler, and f recorded as a CUDA graph.
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 
 def timed_us(f, n=30, warmup=3):
@@ -14,6 +15,19 @@ def timed_us(f, n=30, warmup=3):
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / n * 1000
+
+
+def cuda_kernels(f, calls=10, warmup=3):
+    """The profiler's averages of the CUDA kernels that `calls` calls of f ran (after `warmup`
+    calls); device_time_total / calls is a kernel's time per call."""
+    for _ in range(warmup):
+        f()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            f()
+        torch.cuda.synchronize()
+    return [k for k in prof.key_averages() if k.device_type.name == "CUDA"]
 
 
 def graphed(f):

@@ -18,9 +18,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
 
-from cuda_timing import graphed
+from cuda_timing import cuda_kernels, graphed
 
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
@@ -72,14 +71,7 @@ def step(f, p, x, mask):
 
 
 def kernel_times(run):
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(CALLS):
-            run()
-        torch.cuda.synchronize()
-    kernels = [k for k in prof.key_averages() if k.device_type.name == "CUDA"]
+    kernels = cuda_kernels(run, CALLS)
     ms = lambda ks: sum(k.device_time_total for k in ks) / CALLS / 1e3
     products = [k for k in kernels if any(s in k.key.lower() for s in ("gemm", "conv", "xmma", "cutlass", "sm90"))]
     count = sum(k.count for k in kernels) / CALLS
