@@ -41,7 +41,8 @@ TEST(GateCpu, MatchesTheCompositeInDoubleForwardAndBackward) {
   // items and channels.
   for (const int64_t frames : {1, 7, 8, 9, 17, 500}) {
     for (const auto& [batch, h] : {std::pair<int64_t, int64_t>{1, 1}, {3, 4}, {2, 48}}) {
-      SCOPED_TRACE("frames " + std::to_string(frames) + ", batch " + std::to_string(batch) + ", h " + std::to_string(h));
+      SCOPED_TRACE("frames " + std::to_string(frames) + ", batch " + std::to_string(batch) + ", h " +
+                   std::to_string(h));
       const auto x = (torch::randn({batch, 2 * h, frames}) * 3).requires_grad_();
       const auto upstream = torch::randn({batch, h, frames});
       const auto want = reference(x, upstream);
