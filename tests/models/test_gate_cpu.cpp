@@ -6,8 +6,6 @@
 
 #include <ATen/Parallel.h>
 
-#include <cmath>
-#include <limits>
 
 #include "models/gate_cpu.h"
 #include "models/wn_fused.h"
