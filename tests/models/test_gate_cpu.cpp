@@ -6,6 +6,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <string>
+#include <utility>
 
 #include "models/gate_cpu.h"
 #include "models/wn_fused.h"
