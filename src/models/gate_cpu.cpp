@@ -14,6 +14,12 @@ namespace {
 // x viewed as rows of `frames` values: output row r (item r / h, channel r % h) gates input rows
 // a(r) (channel r % h) and a(r) + h rows (channel h + r % h).
 struct Rows {
+  // x [B, 2H, ...]: H and the values per channel.
+  static Rows of(const torch::Tensor& x) {
+    const int64_t h = x.size(1) / 2;
+    return {h, x.numel() / std::max<int64_t>(x.size(0) * 2 * h, 1)};
+  }
+  int64_t count(const torch::Tensor& x) const { return x.size(0) * h; }  // output rows
   int64_t h, frames;
   int64_t input(int64_t r) const { return ((r / h) * 2 * h + r % h) * frames; }
   int64_t output(int64_t r) const { return r * frames; }
@@ -21,7 +27,7 @@ struct Rows {
 };
 
 void forward_scalar(const float* a, const float* b, float* out, int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; ++i) out[i] = std::tanh(a[i]) / (1.0f + std::exp(-b[i]));
+  for (int64_t i = begin; i < end; ++i) out[i] = simd::gate(a[i], b[i]);
 }
 
 // d/da tanh(a) s = s (1 - t^2); d/db t sigmoid(b) = t s (1 - s).
@@ -65,14 +71,13 @@ int64_t grain(int64_t frames) { return std::max<int64_t>(1, 16384 / std::max<int
 
 torch::Tensor gate_forward(const torch::Tensor& x_in) {
   const torch::Tensor x = x_in.contiguous();
+  const Rows rows = Rows::of(x);
   auto sizes = x.sizes().vec();
-  const int64_t h = sizes[1] / 2;
-  sizes[1] = h;
+  sizes[1] = rows.h;
   torch::Tensor out = torch::empty(sizes, x.options());
-  const Rows rows{h, x.numel() / std::max<int64_t>(sizes[0] * 2 * h, 1)};
   const float* px = x.data_ptr<float>();
   float* po = out.data_ptr<float>();
-  at::parallel_for(0, sizes[0] * h, grain(rows.frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows.count(x), grain(rows.frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* a = px + rows.input(r);
       float* o = po + rows.output(r);
@@ -89,12 +94,11 @@ torch::Tensor gate_forward(const torch::Tensor& x_in) {
 torch::Tensor gate_backward(const torch::Tensor& x, const torch::Tensor& grad_in) {
   const torch::Tensor g = grad_in.contiguous();
   torch::Tensor grad_x = torch::empty_like(x);
-  const int64_t h = x.size(1) / 2;
-  const Rows rows{h, x.numel() / std::max<int64_t>(x.size(0) * 2 * h, 1)};
+  const Rows rows = Rows::of(x);
   const float* px = x.data_ptr<float>();
   const float* pg = g.data_ptr<float>();
   float* pgx = grad_x.data_ptr<float>();
-  at::parallel_for(0, x.size(0) * h, grain(rows.frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows.count(x), grain(rows.frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* a = px + rows.input(r);
       const float* gr = pg + rows.output(r);

@@ -1,12 +1,21 @@
 // Float vector math for the CPU kernels (winograd_conv1d.cpp, gate_cpu.cpp): exp, tanh, the
-// logistic sigmoid and the WaveNet gate over eight AVX2 lanes. Each function carries
-// MONOFLOW_AVX2, so that a file compiled for baseline x86-64 can call it from functions that
-// carry it too, after checking __builtin_cpu_supports("avx2") and ("fma").
+// logistic sigmoid and the WaveNet gate over eight AVX2 lanes, and the gate for one value. Each
+// vector function carries MONOFLOW_AVX2, so that a file compiled for baseline x86-64 can call it
+// from functions that carry it too, after checking __builtin_cpu_supports("avx2") and ("fma").
 //
 // Why not torch's: ATen's CPU tanh (Sleef's tanhf, u10) takes ~2.6 ns an element on the
 // project's machine, six times its sigmoid, and was most of the WaveNet gate's time in a CPU
 // training step (docs/benchmarks.md, "Training step", "On the CPU").
 #pragma once
+
+#include <cmath>
+
+namespace monoflow::models::simd {
+
+// The gate for one value, as the vector bodies' remainders and CPUs without AVX2 compute it.
+inline float gate(float a, float b) { return std::tanh(a) / (1.0f + std::exp(-b)); }
+
+}  // namespace monoflow::models::simd
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>

@@ -225,7 +225,7 @@ void gated_block_generic(const Transforms& tr, const float* m, int64_t cols, int
         a += bias_a;
         b += bias_b;
         const int f = kOut * l + i;
-        packed[(f / kCols) * h * kCols + o * kCols + f % kCols] = std::tanh(a) / (1.0f + std::exp(-b));
+        packed[(f / kCols) * h * kCols + o * kCols + f % kCols] = simd::gate(a, b);
       }
     }
   }
@@ -586,7 +586,7 @@ torch::Tensor winograd_conv1d_gated(const torch::Tensor& x, const torch::Tensor&
       b_row.resize(s.t);
       output_transform_generic(tr, in_a, point_stride, s.t, bias_a, a.data());
       output_transform_generic(tr, in_b, point_stride, s.t, bias_b, b_row.data());
-      for (int64_t i = 0; i < s.t; ++i) out[i] = std::tanh(a[i]) / (1.0f + std::exp(-b_row[i]));
+      for (int64_t i = 0; i < s.t; ++i) out[i] = simd::gate(a[i], b_row[i]);
     }
   });
   return y;
