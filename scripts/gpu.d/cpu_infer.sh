@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# CPU inference on the GPU machine's host cores against the official model in PyTorch
+# (scripts/parity/cpu_infer_rounds.sh; a few minutes): needs the official checkout carried in
+# .parity/glow-tts (scripts/parity/prepare.sh). CPU_INFER_THREADS ("2 4 8 <cores>"),
+# CPU_INFER_ROUNDS (3). CSV to $OUT/cpu_infer_rounds.csv, the table to stdout.
+set -uo pipefail
+[ -x "$BUILD/bin/bench_inference" ] || { echo "cpu_infer.sh: bench_inference not built, skipped"; exit 0; }
+[ -f .parity/glow-tts/models.py ] || { echo "cpu_infer.sh: .parity/glow-tts not carried, skipped"; exit 0; }
+echo "== CPU inference against the official model, same threads"
+BUILD="$BUILD" OFFICIAL=.parity/glow-tts THREADS="${CPU_INFER_THREADS:-2 4 8 $(nproc)}" \
+  ROUNDS="${CPU_INFER_ROUNDS:-3}" CSV="$OUT/cpu_infer_rounds.csv" \
+  timeout "${CPU_INFER_TIMEOUT:-420}" bash scripts/parity/cpu_infer_rounds.sh
