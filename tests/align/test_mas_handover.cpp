@@ -3,7 +3,7 @@
 // where its order matters must give the cpu backend's durations exactly; the same stress
 // with a deliberately early release must not (so the sleeps do expose a misordered
 // hand-over); and a small-shape set that compute-sanitizer's racecheck finishes in seconds
-// (scripts/gpu.d/sanitize.sh). Calls the kernel directly: the jitter is a test hook, not an
+// (scripts/gpu.d/racecheck.sh). Calls the kernel directly: the jitter is a test hook, not an
 // option of maximum_path. Skipped without a GPU.
 #include <cstdlib>
 #include <string>
@@ -135,7 +135,7 @@ TEST_F(MasHandoverCuda, StressCatchesAReleaseBeforeTheWrites) {
 }
 
 TEST_F(MasHandoverCuda, SmallShapesForRacecheck) {
-  // What scripts/gpu.d/sanitize.sh runs under racecheck, memcheck and synccheck: both K, both
+  // What scripts/gpu.d/racecheck.sh runs under racecheck, memcheck and synccheck: both K, both
   // copy widths, 2-3 warps per utterance, no sleeps (production's kernels).
   auto gen = at::make_generator<at::CPUGeneratorImpl>(13);
   for (const auto& [t, s] : std::vector<std::pair<int64_t, int64_t>>{{130, 200}, {140, 203}}) {
