@@ -80,8 +80,9 @@ int main(int argc, char** argv) {
   const double err_gate =
       (winograd_conv1d_gated(x, u, bias) - gated_activation_reference(torch::conv1d(x, w, bias, 1, 2)))
           .abs().max().item<double>();
-  std::printf("shape [1, %lld, %lld], %lld -> %lld channels, kernel 5; threads %d\n", (long long)channels,
-              (long long)frames, (long long)channels, (long long)(2 * channels), torch::get_num_threads());
+  std::printf("shape [1, %lld, %lld], %lld -> %lld channels, kernel 5; threads %d; GEMM blocks in %s registers\n",
+              (long long)channels, (long long)frames, (long long)channels, (long long)(2 * channels),
+              torch::get_num_threads(), cpu_winograd_avx512_active() ? "16-lane (AVX-512F)" : "8-lane (AVX2)");
   std::printf("max |error| / max |y| against float64: torch %.2e, winograd %.2e; gated vs torch's %.2e\n",
               err_torch / scale, err_wino / scale, err_gate);
   const int64_t tiles = ((frames + 3) / 4 + 7) / 8 * 8;
@@ -132,5 +133,14 @@ int main(int argc, char** argv) {
   const double gflop_layer = gflop + 2.0 * 2 * channels * channels * frames / 1e9;
   std::printf("%-34s %8.3f %12.1f\n", "gated + res_skip by addmm_", t_separate, gflop_layer / t_separate * 1e3);
   std::printf("%-34s %8.3f %12.1f\n", "winograd_wn_layer (fused)", t_fused, gflop_layer / t_fused * 1e3);
+  if (cpu_winograd_avx512_active()) {
+    // The rows above ran the GEMM blocks in 16-lane registers; the same with the AVX2 blocks.
+    set_cpu_winograd_avx512(false);
+    const double t_wino2 = median_ms(reps, [&] { winograd_conv1d(x, u, bias); });
+    const double t_fused2 = median_ms(reps, fused);
+    set_cpu_winograd_avx512(true);
+    std::printf("%-34s %8.3f %12.1f\n", "winograd_conv1d, AVX2 blocks", t_wino2, gflop / t_wino2 * 1e3);
+    std::printf("%-34s %8.3f %12.1f\n", "winograd_wn_layer, AVX2 blocks", t_fused2, gflop_layer / t_fused2 * 1e3);
+  }
   return 0;
 }

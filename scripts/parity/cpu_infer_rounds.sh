@@ -38,9 +38,11 @@ monoflow_ms() {
   awk -F, '$1 == "fp32" { print $6 }' "$csv"
   rm -f "$csv"
 }
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
 official_ms() {
   OMP_NUM_THREADS=$1 "$PY" "$ROOT/scripts/parity/official_cpu_infer.py" --official "$OFFICIAL" --calls "$CALLS" \
-    --threads "$1" 2> /dev/null | awk -F, 'NF >= 3 && $1 ~ /^[0-9]+$/ { print $3 }'
+    --threads "$1" 2> "$errors" | awk -F, 'NF >= 3 && $1 ~ /^[0-9]+$/ { print $3 }'
 }
 
 echo "threads,round,monoflow_ms,official_ms,ratio" > "$CSV"
@@ -55,6 +57,7 @@ for n in $THREADS; do
   for r in $(seq "$ROUNDS"); do
     m=$(monoflow_ms "$n") && o=$(official_ms "$n") && [ -n "$m" ] && [ -n "$o" ] || {
       echo "cpu_infer_rounds: round $r at $n threads failed (monoflow '${m:-}', official '${o:-}')" >&2
+      tail -3 "$errors" >&2
       status=1
       continue
     }
@@ -63,7 +66,7 @@ for n in $THREADS; do
     mono+=("$(printf '%.0f' "$m")") offi+=("$(printf '%.0f' "$o")") ratios+=("$ratio")
   done
   [ ${#ratios[@]} -gt 0 ] || continue
-  median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+  median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   printf '%-8s %-28s %-28s %s\n' "$n" "${mono[*]}" "${offi[*]}" "${ratios[*]}, median ${median}x"
 done
 exit $status

@@ -21,6 +21,8 @@ inline float gate(float a, float b) { return std::tanh(a) / (1.0f + std::exp(-b)
 #include <immintrin.h>
 #define MONOFLOW_SIMD_X86 1
 #define MONOFLOW_AVX2 __attribute__((target("avx2,fma")))
+// 16-lane registers (winograd_conv1d.cpp's GEMM blocks), after __builtin_cpu_supports("avx512f").
+#define MONOFLOW_AVX512 __attribute__((target("avx2,fma,avx512f")))
 
 namespace monoflow::models::simd {
 

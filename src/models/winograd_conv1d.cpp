@@ -95,6 +95,10 @@ std::atomic<int>& enabled_flag() {
 }
 
 std::atomic<bool> simd_allowed{true};
+std::atomic<bool> avx512_allowed{[] {
+  const char* env = std::getenv("MONOFLOW_CPU_AVX512");
+  return !(env && std::string(env) == "0");
+}()};
 
 bool has_avx2() {
 #ifdef MONOFLOW_WINOGRAD_X86
@@ -104,6 +108,18 @@ bool has_avx2() {
   return false;
 #endif
 }
+
+bool cpu_has_avx512() {
+#ifdef MONOFLOW_WINOGRAD_X86
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// The GEMM blocks in 16-lane registers (below), where AVX2 is allowed too.
+bool has_avx512() { return has_avx2() && cpu_has_avx512() && avx512_allowed.load(); }
 
 // Shapes of one call. Tiles of every batch item sit side by side in the products' columns.
 struct Shape {
@@ -429,6 +445,99 @@ MONOFLOW_AVX2 void rows_block_avx2(const float* w, const float* packed, int64_t 
     }
   }
 }
+
+// ------------------------------------------------------------------------------ AVX-512F
+// The same GEMM blocks in 16-lane registers: a row of a packed B panel is one register, so a
+// 6 x 32 block (two panels) keeps the 12 accumulators of block_6x16 and covers twice the
+// columns per broadcast. Every accumulator sums over k in block_6x16's order from zero, and
+// rows_block's additions are the same, so the results are the AVX2 path's bits. Cores with two
+// 512-bit FMA units (Intel's server cores) run the products at twice AVX2's rate; on cores that
+// split 512-bit operations in two (AMD's Zen 4) the rate stays AVX2's.
+
+// acc[r][p] = the packed A panel (k x 6) times the B panel p (k x 16, panels `panel` apart).
+template <int kPanels>
+MONOFLOW_AVX512 __attribute__((always_inline)) inline void block_6xn_avx512(const float* ap, const float* bp,
+                                                                             int64_t panel, int64_t k,
+                                                                             __m512 (&acc)[kRows][kPanels]) {
+  for (int r = 0; r < kRows; ++r) {
+    for (int p = 0; p < kPanels; ++p) acc[r][p] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i, ap += kRows, bp += kCols) {
+    __m512 b[kPanels];
+    for (int p = 0; p < kPanels; ++p) b[p] = _mm512_loadu_ps(bp + p * panel);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[r]);
+      for (int p = 0; p < kPanels; ++p) acc[r][p] = _mm512_fmadd_ps(av, b[p], acc[r][p]);
+    }
+  }
+}
+
+template <int kPanels>
+MONOFLOW_AVX512 __attribute__((always_inline)) inline void store_block_avx512(const __m512 (&acc)[kRows][kPanels],
+                                                                               float* c, int64_t ldc) {
+  for (int r = 0; r < kRows; ++r) {
+    for (int p = 0; p < kPanels; ++p) _mm512_storeu_ps(c + r * ldc + p * kCols, acc[r][p]);
+  }
+}
+
+MONOFLOW_AVX512 void gemm_avx512(const float* a, const float* b, int64_t k, int64_t rb0, int64_t rb1,
+                                 int64_t col_blocks, float* c, int64_t ldc) {
+  const int64_t panel = k * kCols;
+  for (int64_t rb = rb0; rb < rb1; ++rb) {
+    const float* ap0 = a + rb * k * kRows;
+    float* cp = c + rb * kRows * ldc;
+    int64_t cb = 0;
+    for (; cb + 2 <= col_blocks; cb += 2) {
+      __m512 acc[kRows][2];
+      block_6xn_avx512<2>(ap0, b + cb * panel, panel, k, acc);
+      store_block_avx512<2>(acc, cp + cb * kCols, ldc);
+    }
+    if (cb < col_blocks) {
+      __m512 acc[kRows][1];
+      block_6xn_avx512<1>(ap0, b + cb * panel, panel, k, acc);
+      store_block_avx512<1>(acc, cp + cb * kCols, ldc);
+    }
+  }
+}
+
+// rows_block_avx2's epilogue for one row block: target rows += acc + bias over the block's
+// first `valid` frames, the tail through masked loads and stores.
+template <int kPanels>
+MONOFLOW_AVX512 __attribute__((always_inline)) inline void add_rows_avx512(const __m512 (&acc)[kRows][kPanels],
+                                                                            int64_t rb, const float* bias,
+                                                                            const RowTargets& rt, int64_t f0,
+                                                                            int64_t valid) {
+  for (int r = 0; r < kRows; ++r) {
+    const int64_t row = rb * kRows + r;
+    float* dst = rt.row(row);
+    if (!dst) continue;
+    const __m512 bv = _mm512_set1_ps(bias[row]);
+    for (int p = 0; p < kPanels; ++p) {
+      const int64_t n = std::min<int64_t>(kCols, valid - p * kCols);
+      const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+      float* d = dst + f0 + p * kCols;
+      const __m512 v = _mm512_add_ps(acc[r][p], bv);
+      _mm512_mask_storeu_ps(d, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, d), v));
+    }
+  }
+}
+
+MONOFLOW_AVX512 void rows_block_avx512(const float* w, const float* packed, int64_t k, int64_t rows,
+                                       const float* bias, const RowTargets& rt, int64_t f0, int64_t valid) {
+  static_assert(kBlockCols == 2, "a block of frames is two panels");
+  const int64_t panel = k * kCols;
+  for (int64_t rb = 0; rb < rows / kRows; ++rb) {
+    if (valid > kCols) {
+      __m512 acc[kRows][2];
+      block_6xn_avx512<2>(w + rb * k * kRows, packed, panel, k, acc);
+      add_rows_avx512<2>(acc, rb, bias, rt, f0, valid);
+    } else {
+      __m512 acc[kRows][1];
+      block_6xn_avx512<1>(w + rb * k * kRows, packed, panel, k, acc);
+      add_rows_avx512<1>(acc, rb, bias, rt, f0, valid);
+    }
+  }
+}
 #endif  // MONOFLOW_WINOGRAD_X86
 
 // ------------------------------------------------------------------------------ the pipeline
@@ -443,6 +552,7 @@ torch::Tensor products(const torch::Tensor& x_in, const torch::Tensor& u, const 
   float* vp = v.data_ptr<float>();
   const int64_t point_stride = s.c_in * s.cols;
   const bool avx2 = has_avx2();
+  const bool avx512 = has_avx512();
   at::parallel_for(0, s.batch * s.c_in, 16, [&](int64_t begin, int64_t end) {
     std::vector<float> ph(kOut * (s.tiles_padded + 1));
     for (int64_t row = begin; row < end; ++row) {
@@ -472,7 +582,9 @@ torch::Tensor products(const torch::Tensor& x_in, const torch::Tensor& u, const 
       const float* b = vp + p * point_stride;
       float* c = mp + p * s.c_out * s.cols;
 #ifdef MONOFLOW_WINOGRAD_X86
-      if (avx2) {
+      if (avx512) {
+        gemm_avx512(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
+      } else if (avx2) {
         gemm_avx2(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
       } else {
         gemm_generic(a, b, s.c_in, rb0, rb1, col_blocks, c, s.cols);
@@ -504,6 +616,8 @@ struct PointProducts {
 bool cpu_winograd_enabled() { return enabled_flag().load() != 0; }
 void set_cpu_winograd(bool enabled) { enabled_flag().store(enabled ? 1 : 0); }
 void set_cpu_winograd_simd(bool enabled) { simd_allowed.store(enabled); }
+void set_cpu_winograd_avx512(bool enabled) { avx512_allowed.store(enabled); }
+bool cpu_winograd_avx512_active() { return has_avx512(); }
 
 bool winograd_applies(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding, int64_t dilation) {
   return cpu_winograd_enabled() && !torch::GradMode::is_enabled() && x.device().is_cpu() && weight.device().is_cpu() &&
@@ -633,6 +747,7 @@ void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const tor
   float* skip_p = skip.data_ptr<float>();
   const int64_t blocks = (s.t + kBlockFrames - 1) / kBlockFrames;
   const bool avx2 = has_avx2();
+  const bool avx512 = has_avx512();
   // Blocks of frames split between threads; each output value is one thread's sum. Last
   // block first: parallel_for gives the first threads one item more than the last, and the
   // short last block belongs with them (900 frames: 14 blocks and 4 frames against 14 blocks,
@@ -647,11 +762,15 @@ void winograd_wn_layer(const torch::Tensor& x, const torch::Tensor& u, const tor
 #ifdef MONOFLOW_WINOGRAD_X86
       if (avx2) {
         gated_block_avx2(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
-        rows_block_avx2(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
+        if (avx512) {
+          rows_block_avx512(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
+        } else {
+          rows_block_avx2(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
+        }
         continue;
       }
 #endif
-      (void)avx2;
+      (void)avx2, (void)avx512;
       gated_block_generic(tr, mp, s.cols, point_stride, col0, h, bp, packed.data());
       rows_block_generic(wp, packed.data(), h, rs_weight.size(0) * kRows, rbp, rt, f0, valid);
     }

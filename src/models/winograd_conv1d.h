@@ -22,6 +22,12 @@ void set_cpu_winograd(bool enabled);
 // Tests and the harness: the portable loops instead of the AVX2 ones (which run where the CPU
 // has AVX2 and FMA).
 void set_cpu_winograd_simd(bool enabled);
+// Tests and the harness: the AVX2 GEMM blocks where the CPU has AVX-512F too (by default the
+// 16-lane blocks run there; MONOFLOW_CPU_AVX512=0 in the environment turns them off at start-up,
+// for timing both on one machine). Both give the same bits.
+void set_cpu_winograd_avx512(bool enabled);
+// Whether the 16-lane blocks run: the CPU has AVX-512F and neither switch turned them off.
+bool cpu_winograd_avx512_active();
 
 // Whether winograd_conv1d may stand in for conv1d(x, weight, bias, 1, padding, dilation):
 // enabled, grad mode off, CPU float32 [B, C_in, T] x and [C_out, C_in, 5] weight with C_out a

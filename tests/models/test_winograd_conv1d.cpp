@@ -144,6 +144,46 @@ TEST(WinogradConv1d, WnLayerPortableLoopsMatchFloat64) {
   }
 }
 
+// The 16-lane GEMM blocks sum every output in the AVX2 blocks' order, so both give the same
+// bits: the convolution at odd and even counts of 16-column panels (T 900: 225 tiles padded to
+// 15 panels), and the WN layer at blocks whose last panel is full, partial or absent.
+TEST(WinogradConv1d, Avx512BlocksGiveTheAvx2Bits) {
+  if (!cpu_winograd_avx512_active()) GTEST_SKIP() << "no AVX-512F on this CPU (or MONOFLOW_CPU_AVX512=0)";
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(8);
+  struct Avx512Off {
+    Avx512Off() { set_cpu_winograd_avx512(false); }
+    ~Avx512Off() { set_cpu_winograd_avx512(true); }
+  };
+  for (const auto& [batch, t] : std::vector<std::pair<int64_t, int64_t>>{{1, 900}, {2, 64}, {3, 37}, {1, 5}}) {
+    const int64_t h = 24;
+    const auto x = torch::randn({batch, h, t});
+    const auto u = winograd_weight(torch::randn({2 * h, h, 5}) / std::sqrt(5.0 * h));
+    const auto bias = torch::randn({2 * h}) * 0.1;
+    const auto rs_w = winograd_rows_weight(torch::randn({2 * h, h}) / std::sqrt(1.0 * h));
+    const auto rs_b = torch::randn({2 * h}) * 0.1;
+    const auto skip0 = torch::randn({batch, h, t});
+    auto layer = [&](torch::Tensor& residual, torch::Tensor& skip) {
+      residual = x.clone();
+      skip = skip0.clone();
+      winograd_wn_layer(residual, u, bias, rs_w, rs_b, residual, skip);
+    };
+    const auto conv = winograd_conv1d(x, u, bias);
+    torch::Tensor residual, skip, residual_avx2, skip_avx2, conv_avx2;
+    layer(residual, skip);
+    {
+      const Avx512Off off;
+      ASSERT_FALSE(cpu_winograd_avx512_active());
+      conv_avx2 = winograd_conv1d(x, u, bias);
+      layer(residual_avx2, skip_avx2);
+    }
+    EXPECT_TRUE(torch::equal(conv, conv_avx2)) << "B " << batch << " T " << t;
+    EXPECT_TRUE(torch::equal(residual, residual_avx2)) << "B " << batch << " T " << t;
+    EXPECT_TRUE(torch::equal(skip, skip_avx2)) << "B " << batch << " T " << t;
+    EXPECT_FALSE(torch::equal(skip, skip0)) << "the layer added nothing";
+  }
+}
+
 TEST(WinogradConv1d, RowsWeightPacksSixRowsAtATime) {
   const auto w = torch::arange(12 * 2, torch::kFloat).view({12, 2});
   const auto p = winograd_rows_weight(w);
