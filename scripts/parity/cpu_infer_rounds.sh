@@ -45,10 +45,20 @@ official_ms() {
     --threads "$1" 2> "$errors" | awk -F, 'NF >= 3 && $1 ~ /^[0-9]+$/ { print $3 }'
 }
 
+median() {  # FORMAT VALUE...: the values' median, printed with FORMAT
+  local format=$1
+  shift
+  printf '%s\n' "$@" | sort -g |
+    awk -v f="$format" '{ v[NR] = $1 } END { printf f, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+range() {  # "min-max" of the arguments
+  printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'
+}
+
 echo "threads,round,monoflow_ms,official_ms,ratio" > "$CSV"
 echo "cpu_infer_rounds: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores usable cores," \
   "$ROUNDS round(s) of $CALLS timed call(s) a side"
-printf '%-8s %-28s %-28s %s\n' threads "monoflow ms (rounds)" "official ms (rounds)" "official / monoflow: rounds, median"
+printf '%-8s %-22s %-22s %s\n' threads "monoflow ms: median" "official ms: median" "official / monoflow: median (each round)"
 status=0
 for n in $THREADS; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "cpu_infer_rounds: THREADS: '$n' is not a whole number >= 1" >&2; exit 2; }
@@ -66,7 +76,7 @@ for n in $THREADS; do
     mono+=("$(printf '%.0f' "$m")") offi+=("$(printf '%.0f' "$o")") ratios+=("$ratio")
   done
   [ ${#ratios[@]} -gt 0 ] || continue
-  median=$(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-  printf '%-8s %-28s %-28s %s\n' "$n" "${mono[*]}" "${offi[*]}" "${ratios[*]}, median ${median}x"
+  printf '%-8s %-22s %-22s %s\n' "$n" "$(median %.0f "${mono[@]}") ($(range "${mono[@]}"))" \
+    "$(median %.0f "${offi[@]}") ($(range "${offi[@]}"))" "$(median %.2f "${ratios[@]}")x (${ratios[*]})"
 done
 exit $status

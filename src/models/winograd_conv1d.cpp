@@ -26,9 +26,10 @@ constexpr int kPoints = kOut + kTaps - 1;  // n = 8
 constexpr int kLanes = 8;                // tiles per vector step
 // The product at each point is a hand-written GEMM (MKL's sgemm reached 115-135 GFLOP/s on
 // these shapes on 2 Zen 3 cores, oneDNN's direct convolution 155): a 6 x 16 register block of
-// C (12 AVX2 accumulators) over the whole K = C_in, from operands stored in the order the block
-// reads them. The weight is packed once, [8][C_out / 6][C_in][6]; the input transform writes
-// its output packed, [8][cols / 16][C_in][16]; C comes out row-major, [8][C_out][cols].
+// C (12 AVX2 accumulators; with AVX-512F a 6 x 32 block, 12 registers of 16) over the whole
+// K = C_in, from operands stored in the order the block reads them. The weight is packed once,
+// [8][C_out / 6][C_in][6]; the input transform writes its output packed, [8][cols / 16][C_in][16];
+// C comes out row-major, [8][C_out][cols].
 constexpr int kRows = 6;
 constexpr int kCols = 16;  // the tile count per batch item is padded to it
 // winograd_wn_layer: the gated unit and its res_skip product one block of 8 tiles (32 frames,
