@@ -51,8 +51,8 @@ median() {  # FORMAT VALUE...: the values' median, printed with FORMAT
   printf '%s\n' "$@" | sort -g |
     awk -v f="$format" '{ v[NR] = $1 } END { printf f, (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
-range() {  # "min-max" of the arguments
-  printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'
+range() {  # "min-max" of the arguments, whole numbers
+  printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'
 }
 
 echo "threads,round,monoflow_ms,official_ms,ratio" > "$CSV"
@@ -73,7 +73,7 @@ for n in $THREADS; do
     }
     ratio=$(awk -v m="$m" -v o="$o" 'BEGIN { printf "%.2f", o / m }')
     echo "$n,$r,$m,$o,$ratio" >> "$CSV"
-    mono+=("$(printf '%.0f' "$m")") offi+=("$(printf '%.0f' "$o")") ratios+=("$ratio")
+    mono+=("$m") offi+=("$o") ratios+=("$ratio")
   done
   [ ${#ratios[@]} -gt 0 ] || continue
   printf '%-8s %-22s %-22s %s\n' "$n" "$(median %.0f "${mono[@]}") ($(range "${mono[@]}"))" \
