@@ -40,6 +40,13 @@ RECIPE_SEEDS=${RECIPE_SEEDS:-1 2 3}
 RECIPE_MINUTES=${RECIPE_MINUTES:-0}
 RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
 RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they differ from the parity runs'
+# Recipe runs trained at once (0: all of them): as README says, all at once with one thread each
+# on a CPU, one after another on a GPU. A run's result does not depend on what runs beside it.
+if nvidia-smi -L > /dev/null 2>&1; then
+  RECIPE_AT_ONCE=${RECIPE_AT_ONCE:-1} RECIPE_THREADS=""
+else
+  RECIPE_AT_ONCE=${RECIPE_AT_ONCE:-0} RECIPE_THREADS="--set run.threads=1"
+fi
 WORK=$(realpath -m "${WORK:-$ROOT/.parity-work}")
 mkdir -p "$WORK" "$OUT"
 OFFICIAL=$WORK/glow-tts
@@ -159,20 +166,22 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   # Each seed's last checkpoint is scored alone, and all of them together (align's median of
   # several --checkpoint): the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint of
   # each run is scored too (how accuracy grows with training).
-  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name ckpt
+  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name ckpt running=0
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
   for seed in $RECIPE_SEEDS; do
-    local run=$dir/run-s$seed
-    if [ ! -f "$run.done" ]; then
-      rm -rf "$run"
-      timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
-        --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
-        $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
-          || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 \
-        || { echo "parity: recipe run on $corpus (seed $seed) failed"; tail -3 "$run.log"; return 1; }
-      touch "$run.done"
+    [ -f "$dir/run-s$seed.done" ] && continue
+    if ((RECIPE_AT_ONCE > 0 && running >= RECIPE_AT_ONCE)); then
+      wait -n
+      running=$((running - 1))
     fi
+    recipe_train "$corpus" "$dir/run-s$seed" "$seed" &
+    running=$((running + 1))
+  done
+  wait
+  for seed in $RECIPE_SEEDS; do
+    local run=$dir/run-s$seed
+    [ -f "$run.done" ] || { echo "parity: recipe run on $corpus (seed $seed) failed"; tail -3 "$run.log"; return 1; }
     local ckpts=("$run"/checkpoints/ckpt_*.pt) scored
     lasts+=("${ckpts[-1]}")
     scored=("${ckpts[-1]}")
@@ -185,6 +194,15 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
   cp "$dir/final/score.json" "$dir.json"
   echo "parity: recipe on $corpus (${#lasts[@]} runs together): $(grep -m1 -i median "$dir/final/score.txt")"
+}
+
+recipe_train() {  # corpus run seed: one run of the recipe; run.done when it finished
+  local corpus=$1 run=$2 seed=$3
+  rm -rf "$run"
+  timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
+    --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
+    $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
+      || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 && touch "$run.done"
 }
 
 recipe_score() {  # corpus dir checkpoint...: align (defaults) into dir, then score (dir/score.txt, .json)
