@@ -84,6 +84,18 @@ torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& 
   return path * mask;
 }
 
+torch::Tensor expand_by_durations(const torch::Tensor& x, const torch::Tensor& durations, int64_t frames) {
+  TORCH_CHECK(x.dim() == 3 && durations.dim() == 2 && durations.size(0) == x.size(0) &&
+                  durations.size(1) == x.size(2),
+              "expand_by_durations: x [B, C, T] and durations [B, T], got ", x.sizes(), " and ", durations.sizes());
+  const int64_t b = x.size(0), c = x.size(1);
+  const auto ends = torch::cumsum(durations.to(x.device(), torch::kLong), 1).contiguous();  // [B, T]
+  const auto s = torch::arange(frames, ends.options()).unsqueeze(0).expand({b, frames}).contiguous();
+  // The first token whose frames end after s: T (the zero column below) past the last token.
+  const auto token = torch::searchsorted(ends, s, /*out_int32=*/false, /*right=*/true);  // [B, S]
+  return torch::constant_pad_nd(x, {0, 1}).gather(2, token.unsqueeze(1).expand({b, c, frames}));
+}
+
 GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tensor& text_lengths_in,
                                    const torch::Tensor& mel, const torch::Tensor& mel_lengths_in,
                                    const torch::Tensor& speakers, const align::MasOptions& mas) {
@@ -127,9 +139,14 @@ GlowTTSOutput GlowTTSImpl::forward(const torch::Tensor& text, const torch::Tenso
   auto mas_result = align::maximum_path(logp.to(torch::kFloat32), text_lengths, y_lengths, opts);
   auto attn = mas_result.path.to(dtype).detach();  // [B,T,S]
 
-  auto attn_t = attn.transpose(1, 2);  // [B,S,T]
-  out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
-  out.z_logs = torch::matmul(attn_t, enc.x_logs.transpose(1, 2)).transpose(1, 2);
+  if (attn.is_cuda()) {  // the original's product, as the graphed step records it
+    auto attn_t = attn.transpose(1, 2);  // [B,S,T]
+    out.z_m = torch::matmul(attn_t, enc.x_m.transpose(1, 2)).transpose(1, 2);
+    out.z_logs = torch::matmul(attn_t, enc.x_logs.transpose(1, 2)).transpose(1, 2);
+  } else {
+    out.z_m = expand_by_durations(enc.x_m, mas_result.durations, y_max);
+    out.z_logs = expand_by_durations(enc.x_logs, mas_result.durations, y_max);
+  }
   out.logw_ = torch::log(1e-8 + attn.sum(-1)).unsqueeze(1) * enc.x_mask;
   out.z_mask = z_mask;
   out.x_m = enc.x_m;

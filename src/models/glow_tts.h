@@ -137,6 +137,12 @@ torch::Tensor prior_noise(const InferenceOutput& out, const torch::Tensor& noise
 // times mask [B, T, S] (the original commons.generate_path).
 torch::Tensor generate_path(const torch::Tensor& duration, const torch::Tensor& mask);
 
+// x [B, C, T] expanded along durations [B, T] (integer, 0 on padded tokens) to `frames` frames:
+// frame s takes the column of the token whose frames hold it, 0 past the last token. The same
+// values as matmul(generate_path(...), x) in [B, C, S], as a gather (its gradient a scatter-add):
+// the training step's prior expansion on the CPU, where the dense product cost ~4% of a step.
+torch::Tensor expand_by_durations(const torch::Tensor& x, const torch::Tensor& durations, int64_t frames);
+
 // Frames per token at inference, the official rule: ceil(exp(logw) * x_mask * length_scale),
 // [B, 1, T]. infer() expands the prior with it; callers that must know the output length before
 // the decoder runs (a frame budget, a target length) sum it.

@@ -240,6 +240,33 @@ TEST(GlowTTS, ForwardAlignsWithMonotonicPathAndExpandsPrior) {
   EXPECT_TRUE(std::isfinite(l_mle.item<double>()) && std::isfinite(l_dur.item<double>()));
 }
 
+// The CPU's prior expansion (a gather) against the original's product with the dense path:
+// the same values bit for bit (one term of 1 times x, the rest 0 times x), 0 on frames past
+// the last token (y_lengths below the padded length), and the same gradient (each token's
+// frames summed; only the order of the sum differs). Zero durations on a padded token.
+TEST(GlowTTS, ExpandByDurationsIsTheDensePathsProduct) {
+  torch::manual_seed(9);
+  const auto durations = torch::tensor({{3, 1, 2, 4, 1}, {2, 5, 1, 0, 0}}, torch::kInt32);
+  const int64_t frames = 13;  // item 0 fills 11, item 1 8
+  const auto x = torch::randn({2, 3, 5}, torch::requires_grad());
+  const auto got = expand_by_durations(x, durations, frames);
+  const auto lengths = durations.sum(1);
+  const auto mask = (torch::arange(5).unsqueeze(0) < torch::tensor({5, 3}).unsqueeze(1)).unsqueeze(2) *
+                    (torch::arange(frames).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1);
+  const auto path = generate_path(durations.to(torch::kLong), mask.to(torch::kFloat));  // [B, T, S]
+  const auto want = torch::matmul(path.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2);
+  ASSERT_EQ(got.sizes(), (std::vector<int64_t>{2, 3, frames}));
+  EXPECT_TRUE(torch::equal(got, want));
+  EXPECT_EQ(got[0].select(1, 3).sub(x[0].select(1, 1)).abs().max().item<float>(), 0.0f) << "frame 3 is token 1's";
+  EXPECT_EQ(got[1].slice(1, 8).abs().max().item<float>(), 0.0f) << "past the last token";
+  const auto g = torch::randn({2, 3, frames});
+  const auto grad_got = torch::autograd::grad({got}, {x}, {g})[0];
+  const auto grad_want = torch::autograd::grad({want}, {x}, {g})[0];
+  EXPECT_LT(max_abs_diff(grad_got, grad_want), 1e-6);
+  EXPECT_NEAR(grad_got[0][0][3].item<double>(), g[0][0].slice(0, 6, 10).sum().item<double>(), 1e-6);
+  EXPECT_THROW(expand_by_durations(x, durations.slice(1, 0, 4), frames), c10::Error);
+}
+
 // The tiny model with random weights (seeded), in eval mode and float64: batch-versus-alone
 // comparisons then differ only by float64 rounding.
 GlowTTS tiny_float64_model(uint64_t seed) {
