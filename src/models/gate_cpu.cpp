@@ -59,11 +59,6 @@ MONOFLOW_AVX2 int64_t backward_avx2(const float* a, const float* b, const float*
   }
   return i;
 }
-
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
-}
 #endif
 
 // Rows per task: enough values that a task outweighs its scheduling.
@@ -83,7 +78,7 @@ torch::Tensor gate_forward(const torch::Tensor& x_in) {
       float* o = po + rows.output(r);
       int64_t done = 0;
 #ifdef MONOFLOW_SIMD_X86
-      if (has_avx2()) done = forward_avx2(a, a + rows.gate_offset(), o, rows.frames);
+      if (simd::cpu_has_avx2_fma()) done = forward_avx2(a, a + rows.gate_offset(), o, rows.frames);
 #endif
       forward_scalar(a, a + rows.gate_offset(), o, done, rows.frames);
     }
@@ -105,7 +100,9 @@ torch::Tensor gate_backward(const torch::Tensor& x, const torch::Tensor& grad_in
       float* ga = pgx + rows.input(r);
       int64_t done = 0;
 #ifdef MONOFLOW_SIMD_X86
-      if (has_avx2()) done = backward_avx2(a, a + rows.gate_offset(), gr, ga, ga + rows.gate_offset(), rows.frames);
+      if (simd::cpu_has_avx2_fma()) {
+        done = backward_avx2(a, a + rows.gate_offset(), gr, ga, ga + rows.gate_offset(), rows.frames);
+      }
 #endif
       backward_scalar(a, a + rows.gate_offset(), gr, ga, ga + rows.gate_offset(), done, rows.frames);
     }

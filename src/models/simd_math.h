@@ -1,7 +1,7 @@
 // Float vector math for the CPU kernels (winograd_conv1d.cpp, gate_cpu.cpp): exp, tanh, the
 // logistic sigmoid and the WaveNet gate over eight AVX2 lanes, and the gate for one value. Each
 // vector function carries MONOFLOW_AVX2, so that a file compiled for baseline x86-64 can call it
-// from functions that carry it too, after checking __builtin_cpu_supports("avx2") and ("fma").
+// from functions that carry it too, where cpu_has_avx2_fma() says the CPU runs them.
 //
 // Why not torch's: ATen's CPU tanh (Sleef's tanhf, u10) takes ~2.6 ns an element on the
 // project's machine, six times its sigmoid, and was most of the WaveNet gate's time in a CPU
@@ -21,10 +21,21 @@ inline float gate(float a, float b) { return std::tanh(a) / (1.0f + std::exp(-b)
 #include <immintrin.h>
 #define MONOFLOW_SIMD_X86 1
 #define MONOFLOW_AVX2 __attribute__((target("avx2,fma")))
-// 16-lane registers (winograd_conv1d.cpp's GEMM blocks), after __builtin_cpu_supports("avx512f").
+// 16-lane registers (winograd_conv1d.cpp's GEMM blocks), where cpu_has_avx512f() too.
 #define MONOFLOW_AVX512 __attribute__((target("avx2,fma,avx512f")))
 
 namespace monoflow::models::simd {
+
+// What the CPU runs, asked once: MONOFLOW_AVX2 code needs AVX2 and FMA, MONOFLOW_AVX512 code
+// AVX-512F besides.
+inline bool cpu_has_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+inline bool cpu_has_avx512f() {
+  static const bool yes = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  return yes;
+}
 
 // exp: Cody-Waite range reduction by ln 2 and the Cephes polynomial (a few ulp, as Sleef's u10
 // that torch uses); inputs clamped to [-87.3, 88.3], whose 2^n is normal.

@@ -103,24 +103,20 @@ std::atomic<bool> avx512_allowed{[] {
 
 bool has_avx2() {
 #ifdef MONOFLOW_WINOGRAD_X86
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes && simd_allowed.load();
-#else
-  return false;
-#endif
-}
-
-bool cpu_has_avx512() {
-#ifdef MONOFLOW_WINOGRAD_X86
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
+  return simd::cpu_has_avx2_fma() && simd_allowed.load();
 #else
   return false;
 #endif
 }
 
 // The GEMM blocks in 16-lane registers (below), where AVX2 is allowed too.
-bool has_avx512() { return has_avx2() && cpu_has_avx512() && avx512_allowed.load(); }
+bool has_avx512() {
+#ifdef MONOFLOW_WINOGRAD_X86
+  return has_avx2() && simd::cpu_has_avx512f() && avx512_allowed.load();
+#else
+  return false;
+#endif
+}
 
 // Shapes of one call. Tiles of every batch item sit side by side in the products' columns.
 struct Shape {
