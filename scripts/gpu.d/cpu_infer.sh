@@ -11,7 +11,7 @@ set -uo pipefail
 if [ -x "$BUILD/bin/winograd_conv1d_dev" ]; then
   for n in 2 "$(nproc)"; do
     echo "== winograd_conv1d_dev, $n threads"
-    OMP_NUM_THREADS=$n timeout 120 "$BUILD/bin/winograd_conv1d_dev"
+    OMP_NUM_THREADS=$n timeout 120 "$BUILD/bin/winograd_conv1d_dev" | tee -a "$OUT/winograd_conv1d_dev.txt"
   done
 fi
 echo "== CPU inference against the official model, same threads"

@@ -5,7 +5,7 @@ eval mode with the inverse 1x1 convolutions stored (`store_inverse()`), noise sc
 length scale set (by bisection on the duration predictor's output) for the target frame count;
 3 warm-up calls, then the median of the timed ones. The official code is imported from the
 directory given (never part of this repository); its MAS extension (training only) is replaced by
-a stub, and scipy, imported at start-up only, by shims/scipy where it is not installed.
+a stub, and librosa and scipy, imported at start-up only, by shims/ where they are not installed.
 
     official_cpu_infer.py --official DIR [--config DIR/configs/base.json] [--calls 10]
         [--threads N] [--device cpu]
@@ -39,10 +39,8 @@ def main():
     official = os.path.abspath(args.official)
     sys.path.insert(0, official)
     sys.modules.setdefault("monotonic_align", types.ModuleType("monotonic_align"))  # training only
-    try:
-        import scipy  # noqa: F401
-    except ImportError:
-        sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shims"))
+    # Appended, so an installed librosa or scipy comes first; the stand-ins fill in where missing.
+    sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shims"))
     import torch
 
     import models

@@ -75,6 +75,7 @@ to_corpus() {  # source_dir name: metadata and words as they are, the audio as F
 flite_voice() {  # flite voice, data folder, id prefix: the sentences spoken by that flite voice
   cc -O2 -DFLITE_VOICE_REGISTER="register_cmu_us_$1" -o "$PARITY/flite_corpus_$1" scripts/parity/flite_corpus.c \
     -I/usr/include/flite "-lflite_cmu_us_$1" -lflite_usenglish -lflite_cmulex -lflite -lm
+  mkdir -p "$(dirname "$2")"
   [ -s "$2/metadata.csv" ] || "$PARITY/flite_corpus_$1" scripts/corpus/sentences.txt "$2" "$3"
 }
 
