@@ -10,7 +10,7 @@
 
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
-   frames, alignment median |error| and share within 25 ms.
+   frames, alignment median |error| and share within 25 ms; then each run's total and alignment.
 2. Equal wall-clock: at the time monoflow's default side (bf16) took for its last step, each
    official run's last checkpoint saved by then.
 3. Time to target: the official runs' mean validation total at the last step is the target; the
@@ -167,7 +167,8 @@ def main():
         return {"mle": e["val_mle"], "dur": e["val_duration"], "total": e["val_total"], "l1": e["sent_l1"],
                 "frames": e["sent_frames"] / e["sent_true_frames"], "time": times[run].get(step),
                 "align_med": a.get("median_abs_ms"),
-                "align_25": 100 * a["within_25ms"] if "within_25ms" in a else None, "step": step}
+                "align_25": 100 * a["within_25ms"] if "within_25ms" in a else None,
+                "align_signed": a.get("median_signed_ms"), "step": step}
 
     header = ("| side | runs | val MLE | val duration | val total | sentence mel L1 | frames / recording's "
               "| align median ms | within 25 ms % | train s |")
@@ -191,6 +192,19 @@ def main():
                                                            ("l1", "{:.3f}"), ("frames", "{:.2f}"),
                                                            ("align_med", "{:.1f}"), ("align_25", "{:.1f}"),
                                                            ("time", "{:.1f}"))) + " |")
+        # Each run on its own: a mean over three seeds hides which seed collapsed.
+        print(f"\nBy run at step {args.steps}: validation total, within 25 ms (median signed error):\n")
+        for side in sides:
+            cells = []
+            for r in sorted(runs_of(corpus, side), key=lambda r: int(r.rsplit("-s", 1)[1])):
+                m = measures(r, args.steps)
+                if not m:
+                    continue
+                cell = f"s{r.rsplit('-s', 1)[1]} {m['total']:.3f}"
+                if m["align_25"] is not None:
+                    cell += f", {m['align_25']:.1f}% ({m['align_signed']:+.1f} ms)"
+                cells.append(cell)
+            print(f"- {side}: " + "; ".join(cells))
         # The reference: the official in TF32 where it ran, else its fp16 (the ljspeech.yaml-size pair).
         reference = next((s for s in ("official-tf32", "official-fp16", "official-fp32") if runs_of(corpus, s)),
                          "official-tf32")

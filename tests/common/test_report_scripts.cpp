@@ -192,4 +192,35 @@ TEST(ParityReport, RecipeTableListsEachRunAndTheRunsTogetherLast) {
   run("rm -rf '" + work + "'", &status);
 }
 
+// Parity runs at equal steps: besides the table's means, each run's validation total and
+// alignment, seeds in numeric order (s10 after s9), and a run without an alignment score keeps
+// its total.
+TEST(ParityReport, EachRunAtTheLastStepHasItsOwnLineInSeedOrder) {
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string work = testing::TempDir() + "parity_report_runs";
+  int status = 0;
+  run("rm -rf '" + work + "' && mkdir -p '" + work + "'", &status);
+  {
+    std::ofstream evals(work + "/evals.jsonl");
+    const auto eval = [&](const std::string& run_name, double total) {
+      evals << "{\"run\": \"flite/monoflow-tf32-" << run_name << "\", \"step\": 1500, \"val_mle\": -0.02, "
+            << "\"val_duration\": " << total + 0.02 << ", \"val_total\": " << total
+            << ", \"sent_frames\": 300, \"sent_true_frames\": 300, \"sent_l1\": 0.9}\n";
+    };
+    eval("s10", 0.378);
+    eval("s9", 0.265);
+  }
+  std::ofstream(work + "/s9.json") << "{\"median_abs_ms\": 8.5, \"median_signed_ms\": -1.3, \"within_25ms\": 0.888}\n";
+  std::ofstream(work + "/aligns.jsonl") << "{\"run\": \"flite/monoflow-tf32-s9\", \"step\": 1500, \"score\": \""
+                                        << work << "/s9.json\"}\n";
+  const std::string out = run(script + "--work " + work + " --steps 1500 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("- monoflow-tf32: s9 0.265, 88.8% (-1.3 ms); s10 0.378\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("| monoflow-tf32 | 2 | -0.020 (-0.020..-0.020) | 0.342 (0.285..0.398) | 0.322 (0.265..0.378) |"),
+            std::string::npos)
+      << out;
+  run("rm -rf '" + work + "'", &status);
+}
+
 }  // namespace
