@@ -87,19 +87,19 @@ const Transforms& transforms() {
   return t;
 }
 
+// The environment's switches: on unless the variable is "0".
+bool not_turned_off(const char* variable) {
+  const char* env = std::getenv(variable);
+  return !(env && std::string(env) == "0");
+}
+
 std::atomic<int>& enabled_flag() {
-  static std::atomic<int> flag = [] {
-    const char* env = std::getenv("MONOFLOW_CPU_WINOGRAD");
-    return (env && std::string(env) == "0") ? 0 : 1;
-  }();
+  static std::atomic<int> flag = not_turned_off("MONOFLOW_CPU_WINOGRAD") ? 1 : 0;
   return flag;
 }
 
 std::atomic<bool> simd_allowed{true};
-std::atomic<bool> avx512_allowed{[] {
-  const char* env = std::getenv("MONOFLOW_CPU_AVX512");
-  return !(env && std::string(env) == "0");
-}()};
+std::atomic<bool> avx512_allowed{not_turned_off("MONOFLOW_CPU_AVX512")};
 
 bool has_avx2() {
 #ifdef MONOFLOW_WINOGRAD_X86
