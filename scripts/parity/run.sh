@@ -28,8 +28,8 @@ PARITY_SETS=${PARITY_SETS:-}
 PY=${PYTHON:-python3}
 # Runs go one per GPU, as many at once as the machine has GPUs (each run uses one).
 # PARITY_GPUS above the count shares the GPUs round robin (no timings then, only accuracy).
-GPU_COUNT=$(nvidia-smi -L 2>/dev/null | wc -l)
-((GPU_COUNT > 0)) || GPU_COUNT=1
+GPUS_FOUND=$(nvidia-smi -L 2>/dev/null | wc -l)
+GPU_COUNT=$((GPUS_FOUND > 0 ? GPUS_FOUND : 1))
 GPUS=${PARITY_GPUS:-$GPU_COUNT}
 # The alignment recipe (README's): RECIPE_CONFIG once per seed of RECIPE_SEEDS on each corpus,
 # each run until its max_steps or RECIPE_MINUTES, then align with its defaults given every run's
@@ -42,7 +42,7 @@ RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (em
 RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they differ from the parity runs'
 # Recipe runs trained at once (0: all of them): as README says, all at once with one thread each
 # on a CPU, one after another on a GPU. A run's result does not depend on what runs beside it.
-if nvidia-smi -L > /dev/null 2>&1; then
+if ((GPUS_FOUND > 0)); then
   RECIPE_AT_ONCE=${RECIPE_AT_ONCE:-1} RECIPE_THREADS=""
 else
   RECIPE_AT_ONCE=${RECIPE_AT_ONCE:-0} RECIPE_THREADS="--set run.threads=1"
