@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Would word edges on the waveform's silence help `align`? A probe, not part of `align`.
+
+Rebuilds align's word tier from its durations/<id>.json (the same rules as
+src/infer/align_export/word_spans.cpp with the defaults: each word with the blanks around it,
+gaps under 4 frames split at their middle, a boundary half a frame before its frame), then moves
+boundaries to where the audio falls silent and scores every variant against the voice's word
+timings with scripts/score_alignment.py's pairing:
+
+    python3 dev/py/silence_edges_probe.py --corpus data/flite-corpus \
+        --durations .parity-work/recipe/flite/final/aligned/durations [--below-db 35]
+
+Silence: 5-ms windows every 2.5 ms whose energy lies more than --below-db under the utterance's
+95th percentile, 10 ms of them in a row. Variants: shipped (no move); ends (a word's end to the
+silence onset nearest to it within half a mel window); ends+touching (and, where the words
+touch, the next word's start with it: a stop's closure goes to the word it opens); pause-ends
+(only the ends before a pause). docs/accuracy.md ("Word edges on the silence") has the figures.
+Needs numpy.
+"""
+import argparse
+import json
+import os
+import sys
+import wave
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import score_alignment as sa  # noqa: E402
+
+VARIANTS = ("shipped", "ends", "ends+touching", "pause-ends")
+MIN_PAUSE_FRAMES = 4  # align's --min-pause-ms default, 40 ms, at 256 / 22050 s a frame
+BLOCK_S, WINDOW_S, MIN_SILENCE_S = 0.0025, 0.005, 0.010
+
+
+def spoken(token):
+    return token != "<blank>" and (token.isalnum() or ord(token[0]) >= 0x80 or token.startswith("@"))
+
+
+def word_frames(tokens, durations):
+    """[begin, end) frames of each word: its spoken tokens with the blank before and after."""
+    words, frame, current = [], 0, None
+    for i, (token, d) in enumerate(zip(tokens, durations)):
+        if token == " ":
+            if current:
+                words.append(current)
+            current = None
+        elif spoken(token):
+            if current is None:
+                lead = durations[i - 1] if i > 0 and tokens[i - 1] == "<blank>" else 0
+                current = [frame - lead, frame]
+            tail = durations[i + 1] if i + 1 < len(tokens) and tokens[i + 1] == "<blank>" else 0
+            current[1] = frame + d + tail
+        frame += d
+    if current:
+        words.append(current)
+    return words
+
+
+def words_of(text):
+    out = []
+    for w in text.split():
+        w = w.strip("".join(chr(c) for c in range(0x80) if not chr(c).isalnum()))
+        if any(c.isalnum() or ord(c) >= 0x80 for c in w):
+            out.append(w)
+    return out
+
+
+def silence(path, below_db):
+    with wave.open(path) as w:
+        rate = w.getframerate()
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float64) / 32768.0
+    hop, half = int(round(BLOCK_S * rate)), int(round(WINDOW_S * rate)) // 2
+    db = np.array([10 * np.log10(np.mean(x[max(0, c - half):c + half] ** 2) + 1e-12)
+                   for c in range(hop // 2, len(x), hop)])
+    return db < np.percentile(db, 95) - below_db
+
+
+def silence_onsets(silent, lo_s, hi_s):
+    run = int(round(MIN_SILENCE_S / BLOCK_S))
+    return [j * BLOCK_S for j in range(max(1, int(lo_s / BLOCK_S)), min(len(silent) - run, int(hi_s / BLOCK_S) + 1))
+            if silent[j:j + run].all() and not silent[j - 1]]
+
+
+def utterance_words(j, silent, variant):
+    frame_s = j["hop_length"] / j["sampling_rate"]
+    reach_s = 1024 / 2 / j["sampling_rate"]  # half of data.win_length
+    frames = word_frames(j["tokens"], j["durations"])
+    begin = [(b - 0.5) * frame_s for b, _ in frames]
+    end = [(e - 0.5) * frame_s for _, e in frames]
+    for i in range(len(frames) - 1):
+        gap = frames[i + 1][0] - frames[i][1]
+        pause = gap >= MIN_PAUSE_FRAMES
+        if not pause:
+            end[i] = begin[i + 1] = (frames[i][1] + gap // 2 - 0.5) * frame_s
+        if variant == "shipped" or (variant == "pause-ends" and not pause):
+            continue
+        onsets = silence_onsets(silent, end[i] - reach_s, end[i] + reach_s)
+        if onsets:
+            end[i] = min(onsets, key=lambda t: abs(t - end[i]))
+            if variant == "ends+touching" and not pause:
+                begin[i + 1] = end[i]
+    labels = words_of(j["text"])
+    if len(labels) != len(frames):
+        labels = [str(i) for i in range(len(frames))]
+    return list(zip(labels, begin, end))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", required=True, help="LJSpeech-layout folder with wavs/ and words/")
+    ap.add_argument("--durations", required=True, help="align's durations/ folder")
+    ap.add_argument("--below-db", type=float, default=35.0)
+    a = ap.parse_args()
+    errors = {v: [] for v in VARIANTS}
+    for name in sorted(f for f in os.listdir(a.durations) if f.endswith(".json")):
+        with open(os.path.join(a.durations, name), encoding="utf-8") as f:
+            j = json.load(f)
+        reference = sa.read_reference(os.path.join(a.corpus, "words", j["id"] + ".tsv"))
+        silent = silence(os.path.join(a.corpus, "wavs", j["id"] + ".wav"), a.below_db)
+        for v in VARIANTS:
+            hyp = utterance_words(j, silent, v)
+            for r, first, last in sa.pair_words(reference, hyp):
+                if sa.normalise(reference[r][0]) != "".join(sa.normalise(w) for w, _, _ in hyp[first:last + 1]):
+                    continue
+                if r > 0:
+                    errors[v].append(hyp[first][1] - reference[r][1])
+                if r < len(reference) - 1:
+                    errors[v].append(hyp[last][2] - reference[r][2])
+    for v in VARIANTS:
+        print(f"{v:14s} {sa.summary_line(sa.figures(errors[v]))}")
+
+
+if __name__ == "__main__":
+    main()
