@@ -3,11 +3,15 @@
 # front-end needs (Unidecode, inflect and theirs) from WHEELS into PYLIB where they are missing,
 # and puts the stand-ins of shims/ there (librosa always, scipy where it is missing; shims/README.md).
 #   python_deps.sh PYTHON WHEELS PYLIB     (then PYTHONPATH=PYLIB)
+# CYTHON=0 in the environment: Cython is not needed (nothing builds the official MAS: the
+# alignment recipe alone reads the official front-end, not its model).
 set -euo pipefail
 PY=$1 WHEELS=$2 PYLIB=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$PYLIB"
-for module in numpy Cython torch; do
+modules=(numpy torch)
+[ "${CYTHON:-1}" = 0 ] || modules+=(Cython)
+for module in "${modules[@]}"; do
   "$PY" -c "import $module" 2>/dev/null || { echo "python_deps: $PY lacks $module" >&2; exit 1; }
 done
 missing=()

@@ -55,9 +55,10 @@ BIN=$BUILD/bin
 # The official code and the Python packages it imports that this machine lacks.
 [ -f "$OFFICIAL/train.py" ] || cp -r "$PARITY/glow-tts" "$OFFICIAL"
 export PYTHONPATH="$WORK/pylib:${PYTHONPATH:-}"
-bash scripts/parity/python_deps.sh "$PY" "$PARITY/wheels" "$WORK/pylib" || exit 1
-# Its Cython MAS, built in place where monotonic_align/__init__.py imports it from.
-[ -n "$(ls "$OFFICIAL"/monotonic_align/monotonic_align/core*.so 2>/dev/null)" ] || (cd "$OFFICIAL/monotonic_align" && mkdir -p monotonic_align && "$PY" -m cython -3 core.pyx -o core.c &&
+# Its Cython MAS only where a parity run is judged in the official model (SIDES not empty).
+CYTHON=$([ -n "$SIDES" ] && echo 1 || echo 0) bash scripts/parity/python_deps.sh "$PY" "$PARITY/wheels" "$WORK/pylib" || exit 1
+# The MAS, built in place where monotonic_align/__init__.py imports it from.
+[ -z "$SIDES" ] || [ -n "$(ls "$OFFICIAL"/monotonic_align/monotonic_align/core*.so 2>/dev/null)" ] || (cd "$OFFICIAL/monotonic_align" && mkdir -p monotonic_align && "$PY" -m cython -3 core.pyx -o core.c &&
   gcc -O3 -shared -fPIC $("$PY" -c "import sysconfig; print('-I' + sysconfig.get_paths()['include'])") \
     -I"$("$PY" -c 'import numpy; print(numpy.get_include())')" core.c \
     -o "monotonic_align/core$("$PY" -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")") \
