@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Would word edges on the waveform's silence help `align`? A probe, not part of `align`.
+"""How far can a rule applied to `align`'s word boundaries go? A probe, not part of `align`.
 
 Rebuilds align's word tier from its durations/<id>.json (the same rules as
 src/infer/align_export/word_spans.cpp with the defaults: each word with the blanks around it,
@@ -7,15 +7,18 @@ gaps under 4 frames split at their middle, a boundary half a frame before its fr
 boundaries to where the audio falls silent and scores every variant against the voice's word
 timings with scripts/score_alignment.py's pairing:
 
-    python3 dev/py/silence_edges_probe.py --corpus data/flite-corpus \
-        --durations .parity-work/recipe/flite/final/aligned/durations [--below-db 35]
+    python3 dev/py/word_edges_probe.py --corpus data/flite-corpus \
+        --durations .parity-work/recipe/flite/final/aligned/durations [--below-db 35] [--shifts]
 
 Silence: 5-ms windows every 2.5 ms whose energy lies more than --below-db under the utterance's
 95th percentile, 10 ms of them in a row. Variants: shipped (no move); ends (a word's end to the
 silence onset nearest to it within half a mel window); ends+touching (and, where the words
 touch, the next word's start with it: a stop's closure goes to the word it opens); pause-ends
-(only the ends before a pause). docs/accuracy.md ("Word edges on the silence") has the figures.
-Needs numpy.
+(only the ends before a pause). With --shifts, also the best that one constant shift of every
+boundary can do, chosen with the references (an oracle: no rule that does not see them can do
+better by shifting): the shift, from -12 to +12 ms in 0.5 ms steps, of the highest share within
+25 ms and that of the lowest median. docs/accuracy.md ("Word edges on the silence", "The best
+constant shift") has the figures. Needs numpy.
 """
 import argparse
 import json
@@ -111,6 +114,7 @@ def main():
     ap.add_argument("--corpus", required=True, help="LJSpeech-layout folder with wavs/ and words/")
     ap.add_argument("--durations", required=True, help="align's durations/ folder")
     ap.add_argument("--below-db", type=float, default=35.0)
+    ap.add_argument("--shifts", action="store_true", help="also the best constant shift (see above)")
     a = ap.parse_args()
     errors = {v: [] for v in VARIANTS}
     for name in sorted(f for f in os.listdir(a.durations) if f.endswith(".json")):
@@ -129,6 +133,13 @@ def main():
                     errors[v].append(hyp[last][2] - reference[r][2])
     for v in VARIANTS:
         print(f"{v:14s} {sa.summary_line(sa.figures(errors[v]))}")
+    if a.shifts:
+        e = np.array(errors["shipped"])
+        figures = {s_ms: sa.figures(list(e + s_ms / 1000)) for s_ms in np.arange(-12, 12.25, 0.5)}
+        for what, key, pick in (("within 25 ms", "within_25ms", max), ("median", "median_abs_ms", min)):
+            s_ms = pick(figures, key=lambda s: figures[s][key])
+            print(f"best {what}: every boundary {abs(s_ms):.1f} ms {'later' if s_ms >= 0 else 'earlier'}: "
+                  f"{sa.summary_line(figures[s_ms])}")
 
 
 if __name__ == "__main__":
