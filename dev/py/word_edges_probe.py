@@ -87,7 +87,7 @@ def silence_onsets(silent, lo_s, hi_s):
 
 def utterance_words(j, silent, variant):
     frame_s = j["hop_length"] / j["sampling_rate"]
-    reach_s = 1024 / 2 / j["sampling_rate"]  # half of data.win_length
+    reach_s = 1024 / 2 / j["sampling_rate"]  # half of data.win_length (1,024 in every shipped config)
     frames = word_frames(j["tokens"], j["durations"])
     begin = [(b - 0.5) * frame_s for b, _ in frames]
     end = [(e - 0.5) * frame_s for _, e in frames]
