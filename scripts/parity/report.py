@@ -6,7 +6,8 @@
   evals.jsonl                     evaluate.py's measures per run and checkpoint step
   aligns.jsonl                    per run and step, the score_alignment.py JSON of align's output
   recipe/<corpus>/<name>/score.json  the alignment recipe: each run's checkpoints alone
-                                  (s<seed>-ckpt_<step>) and the runs together (final)
+                                  (s<seed>-ckpt_<step>) and the runs together (final; its
+                                  seeds.txt names them, where run.sh wrote it)
 
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
@@ -96,7 +97,11 @@ def recipe_tables(work):
             name = os.path.basename(os.path.dirname(path))
             with open(path) as f:
                 scores.append(("runs together" if name == "final" else name, json.load(f)))
-        scores.sort(key=lambda item: item[0] == "runs together")  # the recipe's figure last
+            seeds = os.path.join(os.path.dirname(path), "seeds.txt")
+            if name == "final" and os.path.exists(seeds):  # which runs (run.sh leaves failed ones out)
+                with open(seeds) as f:
+                    scores[-1] = (f"runs together (seeds {', '.join(f.read().split())})", scores[-1][1])
+        scores.sort(key=lambda item: item[0].startswith("runs together"))  # the recipe's figure last
         if not scores:
             continue
         out.append(f"## {corpus}: alignment recipe\n\n| checkpoints | median abs. ms | median signed ms "

@@ -166,8 +166,11 @@ evaluate_run() {  # corpus dir: one judge for every checkpoint (monoflow's conve
 recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then align (defaults) and score
   # Each seed's last checkpoint is scored alone, and all of them together (align's median of
   # several --checkpoint): the recipe's figure. With RECIPE_SAVE_EVERY set, every checkpoint of
-  # each run is scored too (how accuracy grows with training).
-  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() name ckpt running=0
+  # each run is scored too (how accuracy grows with training). A run that fails is named and left
+  # out, the others are still scored, and final/seeds.txt says which runs "together" holds; the
+  # recipe then counts as unfinished (no <corpus>.json), so a later call trains the failed seeds
+  # again and scores the runs together anew.
+  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() seeds=() failed=0 name ckpt running=0
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
   for seed in $RECIPE_SEEDS; do
@@ -182,9 +185,14 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   wait
   for seed in $RECIPE_SEEDS; do
     local run=$dir/run-s$seed
-    [ -f "$run.done" ] || { echo "parity: recipe run on $corpus (seed $seed) failed"; tail -3 "$run.log"; return 1; }
+    if [ ! -f "$run.done" ]; then
+      echo "parity: recipe run on $corpus (seed $seed) failed, left out"; tail -3 "$run.log"
+      failed=$((failed + 1))
+      continue
+    fi
     local ckpts=("$run"/checkpoints/ckpt_*.pt) scored
     lasts+=("${ckpts[-1]}")
+    seeds+=("$seed")
     scored=("${ckpts[-1]}")
     [ -n "${RECIPE_SAVE_EVERY:-}" ] && scored=("${ckpts[@]}")
     for ckpt in "${scored[@]}"; do
@@ -192,9 +200,12 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
       recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
     done
   done
+  ((${#lasts[@]} > 0)) || return 1
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
+  echo "${seeds[*]}" > "$dir/final/seeds.txt"
+  echo "parity: recipe on $corpus (${#lasts[@]} runs together, seeds ${seeds[*]}): $(grep -m1 -i median "$dir/final/score.txt")"
+  ((failed == 0)) || return 1
   cp "$dir/final/score.json" "$dir.json"
-  echo "parity: recipe on $corpus (${#lasts[@]} runs together): $(grep -m1 -i median "$dir/final/score.txt")"
 }
 
 recipe_train() {  # corpus run seed: one run of the recipe; run.done when it finished

@@ -192,6 +192,32 @@ TEST(ParityReport, RecipeTableListsEachRunAndTheRunsTogetherLast) {
   run("rm -rf '" + work + "'", &status);
 }
 
+// run.sh leaves a failed recipe run out of the runs together and names the others in
+// final/seeds.txt; the report says which seeds the figure holds.
+TEST(ParityReport, RecipeTableNamesTheSeedsTheRunsTogetherHold) {
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string work = testing::TempDir() + "parity_report_seeds";
+  int status = 0;
+  run("rm -rf '" + work + "' && mkdir -p '" + work + "/recipe/kal/final' '" + work + "/recipe/kal/s3-ckpt_000002500'",
+      &status);
+  ASSERT_EQ(status, 0);
+  for (const char* name : {"final", "s3-ckpt_000002500"}) {
+    std::ofstream(work + "/recipe/kal/" + name + "/score.json")
+        << "{\"median_abs_ms\": 12.5, \"median_signed_ms\": 3.9, \"within_10ms\": 0.408, \"within_25ms\": 0.783, "
+           "\"within_50ms\": 0.939}\n";
+  }
+  std::ofstream(work + "/recipe/kal/final/seeds.txt") << "1 3 4\n";
+  const std::string out = run(script + "--work " + work + " --steps 1500 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  const size_t seed = out.find("| s3-ckpt_000002500 | 12.5 | +3.9 | 40.8% | 78.3% | 93.9% |");
+  const size_t together = out.find("| runs together (seeds 1, 3, 4) | 12.5 | +3.9 | 40.8% | 78.3% | 93.9% |");
+  ASSERT_NE(seed, std::string::npos) << out;
+  ASSERT_NE(together, std::string::npos) << out;
+  EXPECT_LT(seed, together) << "the runs together last: " << out;
+  run("rm -rf '" + work + "'", &status);
+}
+
 // Parity runs at equal steps: besides the table's means, each run's validation total and
 // alignment, seeds in numeric order (s10 after s9), and a run without an alignment score keeps
 // its total.
