@@ -432,8 +432,10 @@ torch::Tensor InvConvNearImpl::inverse_weight() {
       inverse_.device() == weight.device()) {
     return inverse_;
   }
-  auto w = torch::inverse(weight.to(weight.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat))
-               .to(weight.scalar_type());
+  // On the host, in float64: an n_split x n_split inverse costs nothing there, where on a GPU
+  // torch::inverse needs a cuSOLVER handle, whose creation failed (CUSOLVER_STATUS_INTERNAL_ERROR)
+  // at a validation sample when five trainings shared one H100. The copy back is once per weight.
+  auto w = torch::inverse(weight.to(torch::kCPU, torch::kDouble)).to(weight.device(), weight.scalar_type());
   if (cacheable) {
     inverse_ = w;
     inverse_of_ = weight.data_ptr();

@@ -184,7 +184,8 @@ class InvConvNearImpl : public Flow {
   LeibnizLogDet log_det_;
   // W^-1 for the reverse pass without gradient, kept while the weight is unchanged (same
   // storage and version): synthesis inverts it once, not per call, and a CUDA graph of the
-  // reverse pass (whose recording runs it once first) holds no LU, which checks on the host.
+  // reverse pass (whose recording runs it once first) holds no copy to the host, where
+  // inverse_weight computes it.
   torch::Tensor inverse_;
   const void* inverse_of_ = nullptr;
   uint32_t inverse_version_ = 0;
