@@ -12,6 +12,13 @@
 
 namespace {
 
+// "python3 <source tree>/<path> ": the script of this tree (MONOFLOW_SOURCE_DIR, else the working
+// folder). The scripts need the standard library only.
+std::string python_script(const std::string& path) {
+  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
+  return std::string("python3 ") + (source ? source : ".") + "/" + path + " ";
+}
+
 std::string run(const std::string& command, int* status) {
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
@@ -58,9 +65,6 @@ std::string part_line(const std::string& out, const std::string& part) {
 // to the coupling block's backward, node 200's to the text encoder's: node 101 takes the scope of
 // the forward op made just before it. Before 2026-11-27 its 3 ms were "bwd (no scope)".
 TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope) {
-  const std::string py = "python3";  // the script needs the standard library only
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string root = source ? source : ".";
   const std::string trace = testing::TempDir() + "profile_summary_trace.json";
   const std::string evaluate = "autograd::engine::evaluate_function: ";
   std::ofstream(trace)
@@ -87,7 +91,7 @@ TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope)
       << kernel("gate_backward", 12000, 3000, 5) << ",\n"
       << kernel("conv_bwd", 16000, 2000, 6) << "\n]}\n";
   int status = 0;
-  const std::string out = run(py + " " + root + "/scripts/profile_summary.py " + trace + " 2>&1", &status);
+  const std::string out = run(python_script("scripts/profile_summary.py") + trace + " 2>&1", &status);
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(part_line(out, "fwd monoflow::flow::CouplingBlock").find("2.00 ms"), std::string::npos) << out;
   EXPECT_NE(part_line(out, "bwd monoflow::flow::CouplingBlock").find("5.00 ms"), std::string::npos) << out;
@@ -99,8 +103,7 @@ TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope)
 // An inference trace (bench_inference --profile) wraps each call in a "monoflow_call" range: the
 // summary reads it with --range and, without, says which range it did not find.
 TEST(ProfileSummary, ReadsTheRangeItIsToldOf) {
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/profile_summary.py ";
+  const std::string script = python_script("scripts/profile_summary.py");
   const std::string trace = testing::TempDir() + "profile_summary_call.json";
   std::ofstream(trace) << "{\"traceEvents\": [\n"
                        << event("user_annotation", "monoflow_call", 0, 10000) << ",\n"
@@ -123,8 +126,7 @@ TEST(ProfileSummary, ReadsTheRangeItIsToldOf) {
 // self time leaves the nested one's out, and the nested op called again with other input shapes.
 // By name the two products sum; with --shapes they are rows of their own.
 TEST(ProfileCpuOps, SelfTimeByOpAndByInputShapes) {
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/profile_cpu_ops.py ";
+  const std::string script = python_script("scripts/profile_cpu_ops.py");
   const std::string trace = testing::TempDir() + "profile_cpu_ops.json";
   const auto op = [](const std::string& name, int ts, int dur, const std::string& dims) {
     return "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"tid\": 1, \"name\": \"" + name + "\", \"ts\": " +
@@ -161,8 +163,7 @@ TEST(ProfileCpuOps, SelfTimeByOpAndByInputShapes) {
 TEST(ParityReport, RecipeTableListsEachRunAndTheRunsTogetherLast) {
   // Folders by the shell: in this binary std::filesystem::remove_all resolved to libtorch's
   // exported copy, which crashed (a null call).
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string script = python_script("scripts/parity/report.py");
   const std::string work = testing::TempDir() + "parity_report_work";
   int status = 0;
   run("rm -rf '" + work + "'", &status);
@@ -195,8 +196,7 @@ TEST(ParityReport, RecipeTableListsEachRunAndTheRunsTogetherLast) {
 // run.sh leaves a failed recipe run out of the runs together and names the others in
 // final/seeds.txt; the report says which seeds the figure holds.
 TEST(ParityReport, RecipeTableNamesTheSeedsTheRunsTogetherHold) {
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string script = python_script("scripts/parity/report.py");
   const std::string work = testing::TempDir() + "parity_report_seeds";
   int status = 0;
   run("rm -rf '" + work + "' && mkdir -p '" + work + "/recipe/kal/final' '" + work + "/recipe/kal/s3-ckpt_000002500'",
@@ -222,8 +222,7 @@ TEST(ParityReport, RecipeTableNamesTheSeedsTheRunsTogetherHold) {
 // alignment, seeds in numeric order (s10 after s9), and a run without an alignment score keeps
 // its total.
 TEST(ParityReport, EachRunAtTheLastStepHasItsOwnLineInSeedOrder) {
-  const char* source = std::getenv("MONOFLOW_SOURCE_DIR");
-  const std::string script = std::string("python3 ") + (source ? source : ".") + "/scripts/parity/report.py ";
+  const std::string script = python_script("scripts/parity/report.py");
   const std::string work = testing::TempDir() + "parity_report_runs";
   int status = 0;
   run("rm -rf '" + work + "' && mkdir -p '" + work + "'", &status);
