@@ -95,12 +95,14 @@ def recipe_tables(work):
         scores = []
         for path in sorted(glob.glob(os.path.join(corpus_dir, "*", "score.json"))):
             name = os.path.basename(os.path.dirname(path))
+            if name == "final":
+                name = "runs together"
+                seeds = os.path.join(os.path.dirname(path), "seeds.txt")
+                if os.path.exists(seeds):  # which runs (run.sh leaves failed ones out)
+                    with open(seeds) as f:
+                        name += f" (seeds {', '.join(f.read().split())})"
             with open(path) as f:
-                scores.append(("runs together" if name == "final" else name, json.load(f)))
-            seeds = os.path.join(os.path.dirname(path), "seeds.txt")
-            if name == "final" and os.path.exists(seeds):  # which runs (run.sh leaves failed ones out)
-                with open(seeds) as f:
-                    scores[-1] = (f"runs together (seeds {', '.join(f.read().split())})", scores[-1][1])
+                scores.append((name, json.load(f)))
         scores.sort(key=lambda item: item[0].startswith("runs together"))  # the recipe's figure last
         if not scores:
             continue
