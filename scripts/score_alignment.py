@@ -156,6 +156,22 @@ def figures(errors):
     return out
 
 
+def boundary_errors(reference, hypothesis, matched, by_position):
+    """Appends one utterance's boundary errors (seconds, hypothesis - reference) to `matched` (pairs
+    of the same text) and `by_position` (the others), as the module docstring says; returns the
+    number of pairs of each kind."""
+    same, other = 0, 0
+    for r, first, last in pair_words(reference, hypothesis):
+        same_text = normalise(reference[r][0]) == "".join(normalise(w) for w, _, _ in hypothesis[first:last + 1])
+        same, other = (same + 1, other) if same_text else (same, other + 1)
+        errors = matched if same_text else by_position
+        if r > 0:  # the utterance's first onset is not scored
+            errors.append(hypothesis[first][1] - reference[r][1])
+        if r < len(reference) - 1:  # nor its last offset
+            errors.append(hypothesis[last][2] - reference[r][2])
+    return same, other
+
+
 def score(textgrid_dir, reference_dir, tier):
     matched, by_position = [], []  # errors in seconds, hypothesis - reference
     counts = {"utterances": 0, "reference_words": 0, "aligned_words": 0, "paired_words": 0,
@@ -173,14 +189,9 @@ def score(textgrid_dir, reference_dir, tier):
         counts["utterances"] += 1
         counts["reference_words"] += len(reference)
         counts["aligned_words"] += len(hypothesis)
-        for r, first, last in pair_words(reference, hypothesis):
-            same_text = normalise(reference[r][0]) == "".join(normalise(w) for w, _, _ in hypothesis[first:last + 1])
-            counts["paired_words" if same_text else "paired_by_position"] += 1
-            errors = matched if same_text else by_position
-            if r > 0:  # the utterance's first onset is not scored
-                errors.append(hypothesis[first][1] - reference[r][1])
-            if r < len(reference) - 1:  # nor its last offset
-                errors.append(hypothesis[last][2] - reference[r][2])
+        same, other = boundary_errors(reference, hypothesis, matched, by_position)
+        counts["paired_words"] += same
+        counts["paired_by_position"] += other
     if not matched:
         sys.exit(f"no boundary to score: no TextGrid in {textgrid_dir} matches a reference in {reference_dir}")
     result = dict(counts)

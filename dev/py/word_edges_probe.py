@@ -5,7 +5,7 @@ Rebuilds align's word tier from its durations/<id>.json (the same rules as
 src/infer/align_export/word_spans.cpp with the defaults: each word with the blanks around it,
 gaps under 4 frames split at their middle, a boundary half a frame before its frame), then moves
 boundaries to where the audio falls silent and scores every variant against the voice's word
-timings with scripts/score_alignment.py's pairing:
+timings as scripts/score_alignment.py does (its boundary_errors):
 
     python3 dev/py/word_edges_probe.py --corpus data/flite-corpus \
         --durations .parity-work/recipe/flite/final/aligned/durations [--below-db 35] [--shifts]
@@ -123,14 +123,7 @@ def main():
         reference = sa.read_reference(os.path.join(a.corpus, "words", j["id"] + ".tsv"))
         silent = silence(os.path.join(a.corpus, "wavs", j["id"] + ".wav"), a.below_db)
         for v in VARIANTS:
-            hyp = utterance_words(j, silent, v)
-            for r, first, last in sa.pair_words(reference, hyp):
-                if sa.normalise(reference[r][0]) != "".join(sa.normalise(w) for w, _, _ in hyp[first:last + 1]):
-                    continue
-                if r > 0:
-                    errors[v].append(hyp[first][1] - reference[r][1])
-                if r < len(reference) - 1:
-                    errors[v].append(hyp[last][2] - reference[r][2])
+            sa.boundary_errors(reference, utterance_words(j, silent, v), errors[v], [])  # same-text pairs only
     for v in VARIANTS:
         print(f"{v:14s} {sa.summary_line(sa.figures(errors[v]))}")
     if a.shifts:
