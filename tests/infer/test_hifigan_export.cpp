@@ -86,7 +86,12 @@ class HifiganExport : public ::testing::Test {
     ASSERT_EQ(r.audio.numel(), r.mel.size(1) * 8 * 8 * 4);  // frames x the upsample rates (= hop 256)
     const torch::Tensor expected = read_npy(ref);
     ASSERT_EQ(expected.numel(), r.audio.numel());
-    EXPECT_LT((r.audio - expected).abs().max().item<double>(), 1e-5);
+    // The exporter's own bound (--tolerance 1e-4) for its scripted module against the eager one: the
+    // two are different programs (weight norm per call against folded weights, Python against the
+    // TorchScript interpreter, another process and thread count), so their oneDNN kernels may sum in
+    // another order. 0 on the machines this was written on, 3.9e-5 on one CI host (resblock 2); a
+    // wrong export is far above it (one convolution's weights 0.1% off: 5e-4 to 2.2e-3).
+    EXPECT_LT((r.audio - expected).abs().max().item<double>(), 1e-4);
     EXPECT_GT(expected.abs().max().item<double>(), 0.05);  // not a silent vocoder: a real comparison
   }
   TempDir dir_;
