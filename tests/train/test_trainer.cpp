@@ -83,6 +83,28 @@ TEST(Trainer, ResumeIsExact) {
   expect_same_weights(wa, wb);
 }
 
+// The same corpus written to another folder (a longer path, with spaces) trains to the same
+// losses and weights: nothing in the split, the order, the batches or the features depends on
+// where the dataset lies.
+TEST(Trainer, ACorpusInAnotherFolderTrainsTheSame) {
+  TempDir dir;
+  const std::string elsewhere = dir / "elsewhere/a longer path/corpus";
+  testing::write_tiny_corpus(elsewhere);
+  const Config here = testing::tiny_config(corpus(), dir / "here", kN);
+  const Config there = testing::tiny_config(elsewhere, dir / "there", kN);
+  const RunSummary a = run(here), b = run(there);
+  const auto ma = training_metrics(dir / "here"), mb = training_metrics(dir / "there");
+  ASSERT_EQ(ma.size(), static_cast<size_t>(kN));
+  ASSERT_EQ(mb.size(), static_cast<size_t>(kN));
+  for (int64_t s = 1; s <= kN; ++s) {
+    for (const char* key : {"loss/mle", "loss/dur", "grad_norm"}) {
+      EXPECT_EQ(ma.at(s).at(key), mb.at(s).at(key)) << key << " at step " << s;
+    }
+  }
+  auto wa = load_weights(here, a.checkpoint), wb = load_weights(there, b.checkpoint);
+  expect_same_weights(wa, wb);
+}
+
 TEST(Trainer, CompareAlignAndAutoBackendTrainIdenticallyToCpu) {
   TempDir dir;
   const Config cpu = testing::tiny_config(corpus(), dir / "cpu", kN);
