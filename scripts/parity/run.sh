@@ -107,8 +107,9 @@ json.dump(c, sys.stdout, indent=1)' "$CONFIG_JSON" "$data" > "$data/official.jso
   # A few texts the two cleaners read differently are left out; most of them differing means the
   # settings differ (PARITY_SETS changing monoflow's tokens, CMUdict say), and leaving them out
   # would train on what is left.
-  local differ total
-  differ=$(wc -l < "$data/left_out.txt" 2>/dev/null || echo 0) total=$(wc -l < "$data/all.txt")
+  local differ=0 total
+  total=$(wc -l < "$data/all.txt")
+  [ -f "$data/left_out.txt" ] && differ=$(wc -l < "$data/left_out.txt")
   if ((differ * 2 > total)); then
     echo "parity: $corpus: the front-ends give other tokens for $differ of $total utterances; both sides" \
       "must read the same tokens (PARITY_SETS: '$PARITY_SETS'; scripts/parity/README.md)" >&2
