@@ -39,18 +39,8 @@ CLIP_FRAMES = 3
 
 def word_tier(j, durations, exact_middle):
     """(label, start s, end s) of each word from token durations (whole or fractional frames)."""
-    frame_s = j["hop_length"] / j["sampling_rate"]
     frames = wp.word_frames(j["tokens"], list(durations))
-    begin = [(b - 0.5) * frame_s for b, _ in frames]
-    end = [(e - 0.5) * frame_s for _, e in frames]
-    for i in range(len(frames) - 1):
-        gap = frames[i + 1][0] - frames[i][1]
-        if gap < wp.MIN_PAUSE_FRAMES:
-            end[i] = begin[i + 1] = (frames[i][1] + (gap / 2 if exact_middle else gap // 2) - 0.5) * frame_s
-    labels = wp.words_of(j["text"])
-    if len(labels) != len(frames):
-        labels = [str(i) for i in range(len(frames))]
-    return list(zip(labels, begin, end))
+    return wp.labelled(j, *wp.word_edges(frames, j["hop_length"] / j["sampling_rate"], exact_middle))
 
 
 def run_offsets(boundaries):

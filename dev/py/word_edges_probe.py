@@ -85,17 +85,34 @@ def silence_onsets(silent, lo_s, hi_s):
             if silent[j:j + run].all() and not silent[j - 1]]
 
 
-def utterance_words(j, silent, variant):
-    frame_s = j["hop_length"] / j["sampling_rate"]
-    reach_s = 1024 / 2 / j["sampling_rate"]  # half of data.win_length (1,024 in every shipped config)
-    frames = word_frames(j["tokens"], j["durations"])
+def word_edges(frames, frame_s, exact_middle=False):
+    """Each word's start and end (s): a boundary half a frame before its frame, and words whose
+    gap is under MIN_PAUSE_FRAMES touching at its middle (rounded down to a frame, as align's
+    default, or exactly, as `--junction centre`)."""
     begin = [(b - 0.5) * frame_s for b, _ in frames]
     end = [(e - 0.5) * frame_s for _, e in frames]
     for i in range(len(frames) - 1):
         gap = frames[i + 1][0] - frames[i][1]
-        pause = gap >= MIN_PAUSE_FRAMES
-        if not pause:
-            end[i] = begin[i + 1] = (frames[i][1] + gap // 2 - 0.5) * frame_s
+        if gap < MIN_PAUSE_FRAMES:
+            end[i] = begin[i + 1] = (frames[i][1] + (gap / 2 if exact_middle else gap // 2) - 0.5) * frame_s
+    return begin, end
+
+
+def labelled(j, begin, end):
+    """(label, start s, end s) of each word; numbers where the text's words do not match."""
+    labels = words_of(j["text"])
+    if len(labels) != len(begin):
+        labels = [str(i) for i in range(len(begin))]
+    return list(zip(labels, begin, end))
+
+
+def utterance_words(j, silent, variant):
+    frame_s = j["hop_length"] / j["sampling_rate"]
+    reach_s = 1024 / 2 / j["sampling_rate"]  # half of data.win_length (1,024 in every shipped config)
+    frames = word_frames(j["tokens"], j["durations"])
+    begin, end = word_edges(frames, frame_s)
+    for i in range(len(frames) - 1):
+        pause = frames[i + 1][0] - frames[i][1] >= MIN_PAUSE_FRAMES
         if variant == "shipped" or (variant == "pause-ends" and not pause):
             continue
         onsets = silence_onsets(silent, end[i] - reach_s, end[i] + reach_s)
@@ -103,10 +120,7 @@ def utterance_words(j, silent, variant):
             end[i] = min(onsets, key=lambda t: abs(t - end[i]))
             if variant == "ends+touching" and not pause:
                 begin[i + 1] = end[i]
-    labels = words_of(j["text"])
-    if len(labels) != len(frames):
-        labels = [str(i) for i in range(len(frames))]
-    return list(zip(labels, begin, end))
+    return labelled(j, begin, end)
 
 
 def main():
