@@ -40,6 +40,11 @@ RECIPE_SEEDS=${RECIPE_SEEDS:-1 2 3}
 RECIPE_MINUTES=${RECIPE_MINUTES:-0}
 RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
 RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they differ from the parity runs'
+# Another shape of the recipe, for trying one on every voice: more train settings (--set words,
+# e.g. "--set data.win_length=512") and more align arguments (e.g. "--junction centre"). Give such
+# a try its own WORK, since a finished recipe is not run again.
+RECIPE_SETS=${RECIPE_SETS:-}
+RECIPE_ALIGN=${RECIPE_ALIGN:-}
 # Recipe runs trained at once (0: all of them): as README says, all at once with one thread each
 # on a CPU, one after another on a GPU. A run's result does not depend on what runs beside it.
 if ((GPUS_FOUND > 0)); then
@@ -224,7 +229,7 @@ recipe_train() {  # corpus run seed: one run of the recipe; run.done when it fin
   rm -rf "$run"
   timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
     --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
-    $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
+    $RECIPE_SETS $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
       || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 && touch "$run.done"
 }
 
@@ -233,14 +238,15 @@ recipe_score() {  # corpus dir checkpoint...: align (defaults) into dir, then sc
   shift 2
   for ckpt in "$@"; do ckpts+=(--checkpoint "$ckpt"); done
   mkdir -p "$dir"
-  "$BIN/align" "${ckpts[@]}" --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
+  # shellcheck disable=SC2086
+  "$BIN/align" "${ckpts[@]}" $RECIPE_ALIGN --dataset-dir "$PARITY/corpora/$corpus" --filelist "$WORK/data/$corpus/all.txt" \
     --set data.cache_dir="$WORK/data/$corpus/cache" --out "$dir/aligned" -q > "$dir/align.log" 2>&1 &&
   "$PY" scripts/score_alignment.py --textgrids "$dir/aligned/textgrids" --reference "$PARITY/corpora/$corpus/words" \
     --json "$dir/score.json" > "$dir/score.txt" || { echo "parity: recipe align on $corpus ($dir) failed"; tail -3 "$dir/align.log"; return 1; }
 }
 
 export -f train_run evaluate_run run_monoflow data_sets recipe_score
-export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS
+export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS RECIPE_ALIGN
 declare -A gpu_job
 on_free_gpu() {  # command...: starts it in the background on the first GPU without a job
   local g
