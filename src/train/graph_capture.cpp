@@ -21,11 +21,14 @@ CudnnAlgorithms::~CudnnAlgorithms() {
   at::globalContext().setDeterministicCuDNN(deterministic_);
 }
 
-std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c10::cuda::MempoolId_t pool,
+CapturePool::CapturePool(const torch::Device& device)
+    : id(at::cuda::graph_pool_handle()), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {}
+
+std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, const CapturePool& pool,
                                                   const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search) {
   const auto current = c10::cuda::getCurrentCUDAStream(device.index());
-  const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index());
+  const auto side = pool.stream;
   at::cuda::CUDAEvent inputs_ready;
   inputs_ready.record(current);
   inputs_ready.block(side);
@@ -36,7 +39,7 @@ std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, c
     warm_up();
     const bool cache = at::autocast::is_autocast_cache_enabled();
     at::autocast::set_autocast_cache_enabled(false);
-    graph->capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+    graph->capture_begin(pool.id, cudaStreamCaptureModeThreadLocal);
     try {
       body();
     } catch (...) {

@@ -103,7 +103,7 @@ struct GraphedTrainStep::Impl {
   std::vector<torch::Tensor> params, grads;  // grads: persistent views of `flat`
   std::unique_ptr<FlatGradientAverage> average;  // several ranks: averaged inside the graph
   std::optional<BucketLengths> lengths;  // GraphBuckets::measured_lengths
-  c10::cuda::MempoolId_t pool;       // one memory pool for all graphs
+  std::optional<CapturePool> pool;   // one memory pool and capture stream for all graphs
   std::map<Shape, Entry> entries;
   Entry* last = nullptr;
   uint64_t clock = 0;
@@ -181,7 +181,7 @@ struct GraphedTrainStep::Impl {
     error_item = torch::full({align::kMasFlagCount}, -1, i64);
     options.check_finite = true;
     options.mas.deferred_flags = flags;
-    pool = at::cuda::graph_pool_handle();
+    pool.emplace(device);
   }
 
   static bool several_ranks(const StepOptions& o) { return o.distributed != nullptr && o.distributed->world_size() > 1; }
@@ -300,7 +300,7 @@ struct GraphedTrainStep::Impl {
     const auto start = Clock::now();
     double warm_up_ms = 0;
     e.graph = record_graph(
-        device, pool,
+        device, *pool,
         [&] {
           const auto warm_start = Clock::now();
           warm_up(e);
