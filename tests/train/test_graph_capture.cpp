@@ -2,11 +2,12 @@
 // CapturePool reuse each other's temporaries, and the warm-ups' cached blocks, because they are
 // all recorded on the pool's one stream (the caching allocator hands a free block only to its
 // own stream), and each replay still computes its own result.
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #ifdef MONOFLOW_HAS_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+
 #include "train/graph_capture.h"
 #endif
 
