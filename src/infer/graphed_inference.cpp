@@ -29,7 +29,6 @@ namespace {
 
 // Where and how a stage records its graphs.
 struct Recorder {
-  torch::Device device;
   std::shared_ptr<const CapturePool> pool;  // shared by the recorders whose graphs share it
   size_t max_graphs;
   int eager_uses;
@@ -58,7 +57,7 @@ struct GraphCache {
     try {
       allocate(e);
       fill(e);
-      e.graph = record_graph(r.device, *r.pool, [&] { body(e); }, [&] { body(e); });
+      e.graph = record_graph(*r.pool, [&] { body(e); }, [&] { body(e); });
     } catch (...) {
       entries.erase(key);
       throw;
@@ -126,9 +125,9 @@ struct GraphedInference::Impl {
 
   Impl(models::GlowTTS m, const GraphedInferenceOptions& o)
       : model(std::move(m)), options(o), device(model->parameters().front().device()),
-        decoder_recorder{device, std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
-        text_recorder{device, std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
-        prior_recorder{device, text_recorder.pool, o.max_graphs(), o.eager_uses()} {}
+        decoder_recorder{std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
+        text_recorder{std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
+        prior_recorder{text_recorder.pool, o.max_graphs(), o.eager_uses()} {}
 
   // infer_lengths() with the encoder and the durations replayed from the text shape's graph.
   models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,

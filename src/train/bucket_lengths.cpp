@@ -62,7 +62,7 @@ class BlockConvolutions {
     for (int64_t i = 0, d = 1; i < o.n_block_layers(); ++i, d *= o.dilation_rate()) dilations_.push_back(d);
     kernel_size_ = o.kernel_size();
     // The warm-up runs cuDNN's benchmark search for the shape; the capture takes its choice.
-    graph_ = record_graph(device, CapturePool(device), [&] { run(); }, [&] { run(); });
+    graph_ = record_graph(CapturePool(device), [&] { run(); }, [&] { run(); });
   }
 
   // Microseconds of one replay.

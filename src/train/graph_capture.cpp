@@ -24,10 +24,9 @@ CudnnAlgorithms::~CudnnAlgorithms() {
 CapturePool::CapturePool(const torch::Device& device)
     : id(at::cuda::graph_pool_handle()), stream(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index())) {}
 
-std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, const CapturePool& pool,
-                                                  const std::function<void()>& warm_up,
+std::unique_ptr<at::cuda::CUDAGraph> record_graph(const CapturePool& pool, const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search) {
-  const auto current = c10::cuda::getCurrentCUDAStream(device.index());
+  const auto current = c10::cuda::getCurrentCUDAStream(pool.stream.device_index());
   const auto side = pool.stream;
   at::cuda::CUDAEvent inputs_ready;
   inputs_ready.record(current);

@@ -50,8 +50,8 @@ struct CapturePool {
   explicit CapturePool(const torch::Device& device);
 };
 
-std::unique_ptr<at::cuda::CUDAGraph> record_graph(const torch::Device& device, const CapturePool& pool,
-                                                  const std::function<void()>& warm_up,
+// On the pool's stream, on that stream's device.
+std::unique_ptr<at::cuda::CUDAGraph> record_graph(const CapturePool& pool, const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search = true);
 
 // `n` rounded up to a multiple of `multiple`: the padded length of a graph's shape bucket.

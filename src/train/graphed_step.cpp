@@ -300,7 +300,7 @@ struct GraphedTrainStep::Impl {
     const auto start = Clock::now();
     double warm_up_ms = 0;
     e.graph = record_graph(
-        device, *pool,
+        *pool,
         [&] {
           const auto warm_start = Clock::now();
           warm_up(e);

@@ -36,7 +36,7 @@ TEST(GraphCapture, GraphsOfOnePoolReuseEachOthersMemory) {
       const auto b = a + 1;
       result = b.amax();
     };
-    return record_graph(device, pool, body, body, /*search=*/false);
+    return record_graph(pool, body, body, /*search=*/false);
   };
   const int64_t before = reserved_bytes(device.index());
   const auto graph1 = record(first, 2.0);
