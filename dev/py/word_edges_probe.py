@@ -14,9 +14,10 @@ Silence: 5-ms windows every 2.5 ms whose energy lies more than --below-db under 
 95th percentile, 10 ms of them in a row. Variants: shipped (no move); ends (a word's end to the
 silence onset nearest to it within half a mel window); ends+touching (and, where the words
 touch, the next word's start with it: a stop's closure goes to the word it opens); pause-ends
-(only the ends before a pause). Half a mel window is --win-length / 2 samples: give the
-training config's data.win_length (durations/ does not say it; configs/aligner.yaml's is 512
-since 4d88817, the figures in docs/accuracy.md are of 1,024-sample runs). With --shifts, also the best that one constant shift of every
+(only the ends before a pause). Half a mel window is win_length / 2 samples: the durations
+files say win_length since 2026-12-05; for older ones give the training config's data.win_length
+with --win-length (default 1,024; configs/aligner.yaml's is 512 since 4d88817, the figures in
+docs/accuracy.md are of 1,024-sample runs). With --shifts, also the best that one constant shift of every
 boundary can do, chosen with the references (an oracle: no rule that does not see them can do
 better by shifting): the shift, from -12 to +12 ms in 0.5 ms steps, of the highest share within
 25 ms and that of the lowest median. docs/accuracy.md ("Word edges on the silence", "The best
@@ -110,7 +111,7 @@ def labelled(j, begin, end):
 
 def utterance_words(j, silent, variant, win_length):
     frame_s = j["hop_length"] / j["sampling_rate"]
-    reach_s = win_length / 2 / j["sampling_rate"]  # half of the mel window
+    reach_s = j.get("win_length", win_length) / 2 / j["sampling_rate"]  # half of the mel window
     frames = word_frames(j["tokens"], j["durations"])
     begin, end = word_edges(frames, frame_s)
     for i in range(len(frames) - 1):
@@ -130,7 +131,7 @@ def main():
     ap.add_argument("--corpus", required=True, help="LJSpeech-layout folder with wavs/ and words/")
     ap.add_argument("--durations", required=True, help="align's durations/ folder")
     ap.add_argument("--below-db", type=float, default=35.0)
-    ap.add_argument("--win-length", type=int, default=1024, help="the run's data.win_length (samples)")
+    ap.add_argument("--win-length", type=int, default=1024, help="the run's data.win_length (samples), for durations files that do not say it")
     ap.add_argument("--shifts", action="store_true", help="also the best constant shift (see above)")
     a = ap.parse_args()
     errors = {v: [] for v in VARIANTS}

@@ -425,6 +425,9 @@ TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
     EXPECT_EQ(json_ints(json, "durations"), want) << item.utterance.id;
     EXPECT_EQ(json_ints(json, "token_ids"), item.text) << item.utterance.id;
     EXPECT_EQ(json_int(json, "frames"), mel_frames);
+    EXPECT_EQ(json_int(json, "hop_length"), c.data.mel.hop_length);
+    EXPECT_EQ(json_int(json, "sampling_rate"), c.data.mel.sampling_rate);
+    EXPECT_EQ(json_int(json, "win_length"), c.data.mel.win_length);
     const torch::Tensor npy = decode_npy(read_text(stem + ".npy"), stem + ".npy");
     ASSERT_EQ(npy.numel(), static_cast<int64_t>(want.size()));
     EXPECT_EQ(npy.sum().item<int64_t>(), mel_frames);
@@ -446,6 +449,19 @@ TEST_F(AlignRun, DurationFilesHoldTheModelsDurationsAndSumToTheMelFrames) {
   EXPECT_EQ(summary.rfind("id\tsource\ttokens\twords\tframes\tseconds\tmle\tword_labels\n", 0), 0u);
   EXPECT_EQ(std::count(summary.begin(), summary.end(), '\n'), 11);
   EXPECT_NE(summary.find("TINY-100\t" + (*dir_ / "corpus") + "/metadata.csv:1\t"), std::string::npos) << summary;
+}
+
+// The durations files say the frames' timing as align computed them, the window included (a
+// tool placing a boundary near the sound needs its reach): given another window, they say it.
+TEST_F(AlignRun, DurationFilesSayTheHopRateAndWindowOfTheirFrames) {
+  ASSERT_FALSE(checkpoint_->empty());
+  AlignOptions o = cpu_options("window_512");
+  o.overrides.push_back("data.win_length=512");
+  align_dataset(o);
+  const std::string json = read_text(o.out_dir + "/durations/TINY-100.json");
+  EXPECT_EQ(json_int(json, "win_length"), 512);
+  EXPECT_EQ(json_int(json, "hop_length"), 256);
+  EXPECT_EQ(json_int(json, "sampling_rate"), 22050);
 }
 
 // Several checkpoints: the durations are the median of their boundaries, token by token.

@@ -197,7 +197,7 @@ AlignReport align_dataset(const AlignOptions& o) {
 
   for (const char* sub : {"durations", "textgrids"}) make_dirs(o.out_dir + "/" + sub);
   if (o.images) make_dirs(o.out_dir + "/images");
-  const FrameTiming timing{c.data.mel.hop_length, c.data.mel.sampling_rate};
+  const FrameTiming timing{c.data.mel.hop_length, c.data.mel.sampling_rate, c.data.mel.win_length};
   WordSpanOptions spans;
   spans.junction = o.junction;
   spans.min_pause_frames =

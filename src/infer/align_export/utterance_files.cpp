@@ -37,7 +37,7 @@ std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timin
   o << " \"durations\": " << json_list(u.tokens, [](const AlignedToken& t) { return std::to_string(t.frames); })
     << ",\n";
   o << " \"frames\": " << u.frames << ", \"hop_length\": " << timing.hop_length
-    << ", \"sampling_rate\": " << timing.sampling_rate << "}\n";
+    << ", \"sampling_rate\": " << timing.sampling_rate << ", \"win_length\": " << timing.win_length << "}\n";
   return o.str();
 }
 

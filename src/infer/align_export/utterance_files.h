@@ -12,9 +12,12 @@
 namespace monoflow::train {
 
 // Frame counts to seconds: a length is frames * hop_length / sampling_rate; a boundary, see boundary().
+// win_length (samples) is how far around its centre a frame hears: the durations files say it, so
+// that tools reading them know how far a boundary can sit from the sound that placed it.
 struct FrameTiming {
   int hop_length = 256;
   int sampling_rate = 22050;
+  int win_length = 1024;
   double seconds(int64_t frames) const {
     return static_cast<double>(frames) * hop_length / sampling_rate;
   }
@@ -38,7 +41,7 @@ struct UtteranceAlignment {
 };
 
 // {"id": ..., "text": cleaned, "tokens": [...], "token_ids": [...], "durations": [...],
-//  "frames": N, "hop_length": 256, "sampling_rate": 22050}
+//  "frames": N, "hop_length": 256, "sampling_rate": 22050, "win_length": 1024}
 std::string durations_json(const UtteranceAlignment& u, const FrameTiming& timing);
 
 // A mel frame is computed from win_length samples around its centre, so the frames just after
