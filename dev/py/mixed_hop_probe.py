@@ -16,7 +16,6 @@ docs/accuracy.md ("Runs of two hops together") has the figures. Needs numpy.
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -28,17 +27,10 @@ sys.path.insert(0, HERE)
 import score_alignment as sa  # noqa: E402
 import word_edges_probe as wp  # noqa: E402
 
-MIN_PAUSE_S = 0.040  # align's --min-pause-ms default
-
 
 def edges_in_seconds(j):
     frame_s = j["hop_length"] / j["sampling_rate"]
-    saved = wp.MIN_PAUSE_FRAMES
-    wp.MIN_PAUSE_FRAMES = math.ceil(MIN_PAUSE_S / frame_s - 1e-9)  # as align rounds it
-    try:
-        return wp.word_edges(wp.word_frames(j["tokens"], j["durations"]), frame_s)
-    finally:
-        wp.MIN_PAUSE_FRAMES = saved
+    return wp.word_edges(wp.word_frames(j["tokens"], j["durations"]), frame_s)
 
 
 def main():

@@ -25,6 +25,7 @@ constant shift") has the figures. Needs numpy.
 """
 import argparse
 import json
+import math
 import os
 import sys
 import wave
@@ -35,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import score_alignment as sa  # noqa: E402
 
 VARIANTS = ("shipped", "ends", "ends+touching", "pause-ends")
-MIN_PAUSE_FRAMES = 4  # align's --min-pause-ms default, 40 ms, at 256 / 22050 s a frame
+MIN_PAUSE_S = 0.040  # align's --min-pause-ms default
 BLOCK_S, WINDOW_S, MIN_SILENCE_S = 0.0025, 0.005, 0.010
 
 
@@ -88,15 +89,21 @@ def silence_onsets(silent, lo_s, hi_s):
             if silent[j:j + run].all() and not silent[j - 1]]
 
 
+def min_pause_frames(frame_s):
+    """align's pause threshold in frames of frame_s seconds, rounded as align rounds it (4 at hop 256)."""
+    return math.ceil(MIN_PAUSE_S / frame_s - 1e-9)
+
+
 def word_edges(frames, frame_s, exact_middle=False):
     """Each word's start and end (s): a boundary half a frame before its frame, and words whose
-    gap is under MIN_PAUSE_FRAMES touching at its middle (rounded down to a frame, as align's
+    gap is under min_pause_frames touching at its middle (rounded down to a frame, as align's
     default, or exactly, as `--junction centre`)."""
     begin = [(b - 0.5) * frame_s for b, _ in frames]
     end = [(e - 0.5) * frame_s for _, e in frames]
+    min_pause = min_pause_frames(frame_s)
     for i in range(len(frames) - 1):
         gap = frames[i + 1][0] - frames[i][1]
-        if gap < MIN_PAUSE_FRAMES:
+        if gap < min_pause:
             end[i] = begin[i + 1] = (frames[i][1] + (gap / 2 if exact_middle else gap // 2) - 0.5) * frame_s
     return begin, end
 
@@ -115,7 +122,7 @@ def utterance_words(j, silent, variant, win_length):
     frames = word_frames(j["tokens"], j["durations"])
     begin, end = word_edges(frames, frame_s)
     for i in range(len(frames) - 1):
-        pause = frames[i + 1][0] - frames[i][1] >= MIN_PAUSE_FRAMES
+        pause = frames[i + 1][0] - frames[i][1] >= min_pause_frames(frame_s)
         if variant == "shipped" or (variant == "pause-ends" and not pause):
             continue
         onsets = silence_onsets(silent, end[i] - reach_s, end[i] + reach_s)
