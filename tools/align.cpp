@@ -2,7 +2,8 @@
 // (frames per token, JSON and .npy), a Praat TextGrid (word and token tiers) and optionally the
 // MAS path as a PNG; one summary.tsv. Everything it does lives in src/infer/align_export/.
 //   align --checkpoint runs/quickstart/checkpoints/ckpt_000004000.pt --dataset-dir data/monoflow-corpus --out aligned
-// With several --checkpoint (runs of one config), each token boundary is their median.
+// With several --checkpoint (runs of one text front-end), each token boundary is their median; runs
+// of several frame grids (hop, window) are combined word edge by word edge in seconds.
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -35,13 +36,15 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_option("--checkpoint", o.checkpoints,
                  "checkpoint (runs/<name>/checkpoints/ckpt_*.pt, or an official Glow-TTS G_*.pth with --config); "
-                 "repeat it with other runs of the same config to take each token boundary's median over them")
+                 "repeat it with other runs (same text front-end) to take each boundary's median over them: in "
+                 "frames where every run has one frame grid (data.hop_length, data.win_length, ...), else each word "
+                 "edge in seconds, each run on its own mels; durations then use the first checkpoint's frames")
       ->required();
   app.add_option("--dataset-dir", o.dataset_dir,
                  "LJSpeech-layout folder (metadata.csv + wavs/); with --filelist, the base of its relative paths");
   app.add_option("--filelist", o.filelist, "a filelist (path|text, or path|speaker|text) instead of metadata.csv");
   app.add_option("--out,-o", o.out_dir, "output folder")->required();
-  app.add_option("--config", o.config, "config to use instead of the checkpoint's snapshot (same model section)");
+  app.add_option("--config", o.config, "config to use instead of each checkpoint's snapshot, for all of them (same model section)");
   app.add_option("--set", o.overrides, "config override key=value (e.g. data.on_bad_line=error)");
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N (MAS: cuda-fast on a GPU, cpu on the CPU)");
   app.add_option("--batch-size", o.batch_size, "utterances per forward pass")

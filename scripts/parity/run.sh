@@ -45,6 +45,11 @@ RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they dif
 # a try its own WORK, since a finished recipe is not run again.
 RECIPE_SETS=${RECIPE_SETS:-}
 RECIPE_ALIGN=${RECIPE_ALIGN:-}
+# Runs of several shapes together: RECIPE_VARIANTS lists train settings separated by ';', each
+# trained once per seed (the first as run-s<seed>, the k-th after it as run-v<k>-s<seed>), and
+# align combines them all. Empty: one variant, RECIPE_SETS alone. The two-hop recipe:
+# RECIPE_VARIANTS=";--set data.hop_length=128 --set data.max_mel_frames=2400".
+RECIPE_VARIANTS=${RECIPE_VARIANTS:-}
 # Recipe runs trained at once (0: all of them): as README says, all at once with one thread each
 # on a CPU, one after another on a GPU. A run's result does not depend on what runs beside it.
 if ((GPUS_FOUND > 0)); then
@@ -186,34 +191,44 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   # out, the others are still scored, and final/seeds.txt says which runs "together" holds; the
   # recipe then counts as unfinished (no <corpus>.json), so a later call trains the failed seeds
   # again and scores the runs together anew.
-  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() seeds=() failed=0 name ckpt running=0
+  local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() seeds=() failed=0 name ckpt running=0 k tag variants=()
   [ -s "$dir.json" ] && return 0
   mkdir -p "$dir"
-  for seed in $RECIPE_SEEDS; do
-    [ -f "$dir/run-s$seed.done" ] && continue
-    if ((RECIPE_AT_ONCE > 0 && running >= RECIPE_AT_ONCE)); then
-      wait -n
-      running=$((running - 1))
-    fi
-    recipe_train "$corpus" "$dir/run-s$seed" "$seed" &
-    running=$((running + 1))
+  IFS=';' read -ra variants <<< "$RECIPE_VARIANTS"
+  ((${#variants[@]} > 0)) || variants=("")
+  local started=$SECONDS
+  for k in "${!variants[@]}"; do
+    tag=$( ((k == 0)) || echo "v$k-")
+    for seed in $RECIPE_SEEDS; do
+      [ -f "$dir/run-${tag}s$seed.done" ] && continue
+      if ((RECIPE_AT_ONCE > 0 && running >= RECIPE_AT_ONCE)); then
+        wait -n
+        running=$((running - 1))
+      fi
+      recipe_train "$corpus" "$dir/run-${tag}s$seed" "$seed" "${variants[$k]}" &
+      running=$((running + 1))
+    done
   done
   wait
-  for seed in $RECIPE_SEEDS; do
-    local run=$dir/run-s$seed
-    if [ ! -f "$run.done" ]; then
-      echo "parity: recipe run on $corpus (seed $seed) failed, left out"; tail -3 "$run.log"
-      failed=$((failed + 1))
-      continue
-    fi
-    local ckpts=("$run"/checkpoints/ckpt_*.pt) scored
-    lasts+=("${ckpts[-1]}")
-    seeds+=("$seed")
-    scored=("${ckpts[-1]}")
-    [ -n "${RECIPE_SAVE_EVERY:-}" ] && scored=("${ckpts[@]}")
-    for ckpt in "${scored[@]}"; do
-      name=s$seed-$(basename "$ckpt" .pt)
-      recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+  echo "parity: recipe on $corpus: its runs trained in $((SECONDS - started)) s (RECIPE_AT_ONCE=$RECIPE_AT_ONCE)"
+  for k in "${!variants[@]}"; do
+    tag=$( ((k == 0)) || echo "v$k-")
+    for seed in $RECIPE_SEEDS; do
+      local run=$dir/run-${tag}s$seed
+      if [ ! -f "$run.done" ]; then
+        echo "parity: recipe run on $corpus (${tag}seed $seed) failed, left out"; tail -3 "$run.log"
+        failed=$((failed + 1))
+        continue
+      fi
+      local ckpts=("$run"/checkpoints/ckpt_*.pt) scored
+      lasts+=("${ckpts[-1]}")
+      seeds+=("$tag$seed")
+      scored=("${ckpts[-1]}")
+      [ -n "${RECIPE_SAVE_EVERY:-}" ] && scored=("${ckpts[@]}")
+      for ckpt in "${scored[@]}"; do
+        name=${tag}s$seed-$(basename "$ckpt" .pt)
+        recipe_score "$corpus" "$dir/$name" "$ckpt" && echo "parity: recipe on $corpus ($name): $(grep -m1 -i median "$dir/$name/score.txt")"
+      done
     done
   done
   ((${#lasts[@]} > 0)) || return 1
@@ -224,12 +239,13 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   cp "$dir/final/score.json" "$dir.json"
 }
 
-recipe_train() {  # corpus run seed: one run of the recipe; run.done when it finished
-  local corpus=$1 run=$2 seed=$3
+recipe_train() {  # corpus run seed [variant sets]: one run of the recipe; run.done when it finished
+  local corpus=$1 run=$2 seed=$3 variant=${4:-}
   rm -rf "$run"
+  # shellcheck disable=SC2086
   timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
     --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
-    $RECIPE_SETS $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
+    $RECIPE_SETS $variant $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
       || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 && touch "$run.done"
 }
 

@@ -23,17 +23,22 @@ DataLoader::~DataLoader() {
   for (auto& t : workers_) t.join();
 }
 
-Batch DataLoader::build(const std::vector<int64_t>& indices, int64_t epoch) const {
+Batch build_batch(const TtsDataset& dataset, const std::vector<int64_t>& indices, const LoaderOptions& options,
+                  int64_t epoch) {
   SerialTorchOps serial;  // one batch per thread
-  const uint64_t epoch_seed = mix_seed(static_cast<uint64_t>(options_.seed), static_cast<uint64_t>(epoch));
+  const uint64_t epoch_seed = mix_seed(static_cast<uint64_t>(options.seed), static_cast<uint64_t>(epoch));
   std::vector<Sample> samples;
   samples.reserve(indices.size());
   for (int64_t i : indices) {
-    samples.push_back(dataset_->get(static_cast<size_t>(i), mix_seed(epoch_seed, static_cast<uint64_t>(i))));
+    samples.push_back(dataset.get(static_cast<size_t>(i), mix_seed(epoch_seed, static_cast<uint64_t>(i))));
   }
   Batch batch = collate(std::move(samples));
-  if (options_.pin_memory) batch = pin(std::move(batch));
+  if (options.pin_memory) batch = pin(std::move(batch));
   return batch;
+}
+
+Batch DataLoader::build(const std::vector<int64_t>& indices, int64_t epoch) const {
+  return build_batch(*dataset_, indices, options_, epoch);
 }
 
 void DataLoader::install_locked() {

@@ -26,6 +26,12 @@ struct LoaderPosition {
   bool operator==(const LoaderPosition& o) const { return epoch == o.epoch && batch == o.batch; }
 };
 
+// The batch of these dataset indices as a DataLoader of `options` builds it in `epoch` (each
+// item's dither seed, pinned memory): align builds with it the batch of another frame grid's
+// dataset holding the same utterances. Thread-safe.
+Batch build_batch(const TtsDataset& dataset, const std::vector<int64_t>& indices, const LoaderOptions& options,
+                  int64_t epoch);
+
 class DataLoader {
  public:
   DataLoader(std::shared_ptr<const TtsDataset> dataset, const LoaderOptions& options);

@@ -10,7 +10,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <numeric>
 #include <sstream>
+#include <tuple>
 
 #include "common/error.h"
 #include "data/audio.h"
@@ -25,6 +28,7 @@
 #include "infer/align_export/ensemble.h"
 #include "infer/align_export/recentre.h"
 #include "infer/align_export/textgrid.h"
+#include "infer/align_export/time_ensemble.h"
 #include "infer/align_export/utterance_files.h"
 #include "infer/align_export/word_spans.h"
 #include "train/checkpoint.h"
@@ -374,6 +378,20 @@ class AlignRun : public testing::SharedCheckpointSuite<AlignRun> {
     o.progress = false;
     return o;
   }
+  // The checkpoint of another tiny run (three steps, the config with `overrides`) in dir/name,
+  // trained on first use.
+  static std::string variant_checkpoint(const std::string& name, const std::vector<std::string>& overrides) {
+    static std::map<std::string, std::string> trained;
+    auto& checkpoint = trained[*dir_ / name];
+    if (checkpoint.empty()) {
+      const Config c = testing::tiny_config(*dir_ / "corpus", *dir_ / name, 3, overrides);
+      RunOptions ro;
+      ro.quiet = true;
+      ro.config_yaml = to_yaml(c);
+      checkpoint = train(c, ro).checkpoint;
+    }
+    return checkpoint;
+  }
   // The TextGrid that align wrote for utterance `id` into dir/out.
   static TextGrid textgrid_of(const std::string& out, const std::string& id) {
     const std::string path = *dir_ / (out + "/textgrids/" + id + ".TextGrid");
@@ -534,6 +552,152 @@ TEST_F(AlignRun, SeveralCheckpointsGiveTheMedianOfTheirDurations) {
     EXPECT_FALSE(read_text(*dir_ / ("median/images/" + id + ".png")).empty()) << id;
   }
   EXPECT_GT(differ, 0);  // else the median would not be tested
+}
+
+// Runs of several frame grids (time_ensemble.h): medians in seconds.
+TEST(TimeEnsemble, TheMedianOfOddAndEvenCounts) {
+  EXPECT_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median_of({5}), 5);
+  EXPECT_THROW(median_of({}), UserError);
+}
+
+TextGridTier word_tier(std::vector<TextGridInterval> words, double xmax) {
+  TextGridTier t;
+  t.name = "words";
+  double at = 0;
+  for (const TextGridInterval& w : words) {
+    if (w.xmin > at) t.intervals.push_back({at, w.xmin, ""});
+    t.intervals.push_back(w);
+    at = w.xmax;
+  }
+  if (at < xmax) t.intervals.push_back({at, xmax, ""});
+  return t;
+}
+
+TEST(TimeEnsemble, EachWordEdgeIsTheRunsMedianAndGapsTooShortForAPauseAreSplit) {
+  const std::vector<TextGridTier> runs{
+      word_tier({{0.10, 0.30, "a"}, {0.30, 0.50, "b"}, {0.60, 0.90, "c"}}, 1.0),
+      word_tier({{0.12, 0.28, "a"}, {0.31, 0.52, "b"}, {0.52, 0.80, "c"}}, 0.98),
+      word_tier({{0.08, 0.33, "a"}, {0.33, 0.49, "b"}, {0.58, 0.95, "c"}}, 1.01)};
+  // Medians: a [0.10, 0.30], b [0.31, 0.50], c [0.58, 0.90]; a and b, 10 ms apart, meet at their
+  // middle; b and c, 80 ms apart, have a pause between them.
+  const TextGridTier t = median_word_tier(runs, 1.0, 0.040);
+  const double ab = (0.30 + 0.31) / 2;
+  const std::vector<std::tuple<double, double, std::string>> want{
+      {0, 0.10, ""}, {0.10, ab, "a"}, {ab, 0.50, "b"}, {0.50, 0.58, ""}, {0.58, 0.90, "c"}, {0.90, 1.0, ""}};
+  ASSERT_EQ(t.intervals.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_DOUBLE_EQ(t.intervals[i].xmin, std::get<0>(want[i])) << i;
+    EXPECT_DOUBLE_EQ(t.intervals[i].xmax, std::get<1>(want[i])) << i;
+    EXPECT_EQ(t.intervals[i].text, std::get<2>(want[i])) << i;
+  }
+  // A grid that ends before the last word's median end cuts it there.
+  const TextGridTier shorter = median_word_tier(runs, 0.85, 0.040);
+  EXPECT_EQ(shorter.intervals.back().text, "c");
+  EXPECT_DOUBLE_EQ(shorter.intervals.back().xmax, 0.85);
+  // No pause threshold: every gap stays a pause.
+  EXPECT_EQ(median_word_tier(runs, 1.0, 0).intervals.size(), 7u);
+  EXPECT_THROW(median_word_tier({runs[0], word_tier({{0.1, 0.5, "a"}}, 1.0)}, 1.0, 0.04), UserError);
+  EXPECT_THROW(median_word_tier({}, 1.0, 0.04), UserError);
+}
+
+TextGridTier token_tier(std::vector<double> bounds, double xmax) {
+  TextGridTier t;
+  double at = 0;
+  bounds.push_back(xmax);
+  for (const double b : bounds) {
+    t.intervals.push_back({at, b, "x"});
+    at = b;
+  }
+  return t;
+}
+
+TEST(TimeEnsemble, TokenBoundariesGoToTheNearestFrameAndKeepAFrameEach) {
+  const FrameTiming timing{100, 1000, 400};  // 0.1-s frames: boundary f at (f - 0.5) * 0.1 s
+  // Medians 0.28 and 0.61 s: frame boundaries 3 (0.25 s) and 7 (0.65 s).
+  EXPECT_EQ(median_token_frames({token_tier({0.24, 0.52}, 1.0), token_tier({0.32, 0.70}, 1.0)}, timing, 10),
+            (std::vector<int64_t>{3, 4, 3}));
+  // Three runs: the middle one's boundaries.
+  EXPECT_EQ(median_token_frames({token_tier({0.24, 0.52}, 1.0), token_tier({0.32, 0.70}, 1.0),
+                                 token_tier({0.45, 0.88}, 1.0)},
+                                timing, 10),
+            (std::vector<int64_t>{4, 3, 3}));
+  // Crowded at either end: every token keeps a frame.
+  EXPECT_EQ(median_token_frames({token_tier({0.01, 0.02}, 1.0)}, timing, 10), (std::vector<int64_t>{1, 1, 8}));
+  EXPECT_EQ(median_token_frames({token_tier({0.98, 0.99}, 1.0)}, timing, 10), (std::vector<int64_t>{8, 1, 1}));
+  EXPECT_THROW(median_token_frames({token_tier({0.2}, 1.0), token_tier({0.2, 0.3}, 1.0)}, timing, 10), UserError);
+  EXPECT_THROW(median_token_frames({token_tier({0.2, 0.3}, 1.0)}, timing, 2), UserError);
+}
+
+// A checkpoint of hop 256 and one of hop 128, each aligned on its own mels: together, each word
+// edge is the mean of the two runs' (the median of two), gaps under 40 ms joined at their middle,
+// and the durations are on the first checkpoint's frames.
+TEST_F(AlignRun, CheckpointsOfTwoHopsCombineTheirWordEdgesInTime) {
+  ASSERT_FALSE(checkpoint_->empty());
+  const std::string hop128 = variant_checkpoint("run_hop128", {"data.hop_length=128"});
+  AlignOptions o = cpu_options("single_hop256");
+  align_dataset(o);
+  o.checkpoints = {hop128};
+  o.out_dir = *dir_ / "single_hop128";
+  align_dataset(o);
+  o.checkpoints = {*checkpoint_, hop128};
+  o.out_dir = *dir_ / "two_hops";
+  const AlignReport r = align_dataset(o);
+  EXPECT_EQ(r.utterances, 10);
+  const auto words = [](const TextGrid& g) {
+    std::vector<TextGridInterval> w;
+    for (const TextGridInterval& in : g.tiers.at(0).intervals) {
+      if (!in.text.empty()) w.push_back(in);
+    }
+    return w;
+  };
+  int differ = 0;
+  for (int i = 100; i < 110; ++i) {
+    const std::string id = "TINY-" + std::to_string(i);
+    const auto a = words(textgrid_of("single_hop256", id)), b = words(textgrid_of("single_hop128", id));
+    const TextGrid both = textgrid_of("two_hops", id);
+    const auto got = words(both);
+    ASSERT_EQ(a.size(), b.size()) << id;
+    ASSERT_EQ(got.size(), a.size()) << id;
+    std::vector<double> begin, end;
+    for (size_t k = 0; k < a.size(); ++k) {
+      differ += a[k].xmin != b[k].xmin || a[k].xmax != b[k].xmax;
+      begin.push_back(std::min((a[k].xmin + b[k].xmin) / 2, both.xmax));
+      end.push_back(std::min((a[k].xmax + b[k].xmax) / 2, both.xmax));
+    }
+    for (size_t k = 0; k + 1 < a.size(); ++k) {
+      if (begin[k + 1] - end[k] < 0.040) end[k] = begin[k + 1] = (end[k] + begin[k + 1]) / 2;
+    }
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_DOUBLE_EQ(got[k].xmin, begin[k]) << id << " word " << k;
+      EXPECT_DOUBLE_EQ(got[k].xmax, end[k]) << id << " word " << k;
+      EXPECT_EQ(got[k].text, a[k].text);
+    }
+    // The durations: hop 256's frames, every token one at least, summing to the mel's frames.
+    const std::string json = read_text(*dir_ / ("two_hops/durations/" + id + ".json"));
+    EXPECT_EQ(json_int(json, "hop_length"), 256);
+    const auto durations = json_ints(json, "durations");
+    EXPECT_EQ(std::accumulate(durations.begin(), durations.end(), int64_t{0}), json_int(json, "frames"));
+    EXPECT_GE(*std::min_element(durations.begin(), durations.end()), 1);
+    EXPECT_EQ(both.xmax, json_int(json, "frames") * 256.0 / 22050);
+    EXPECT_EQ(both.tiers.at(1).intervals.size(), durations.size());
+  }
+  EXPECT_GT(differ, 0) << "the two runs agree everywhere: the test tells nothing";
+}
+
+// Runs that encode the text differently cannot be combined; recentring measures one grid.
+TEST_F(AlignRun, CheckpointsOfAnotherFrontEndOrRecentringOverTwoGridsAreRefused) {
+  ASSERT_FALSE(checkpoint_->empty());
+  const std::string with_blanks = variant_checkpoint("run_blank", {"data.add_blank=true"});
+  AlignOptions o = cpu_options("refused");
+  o.checkpoints = {*checkpoint_, with_blanks};
+  const std::string front_end = testing::error_of([&] { align_dataset(o); });
+  EXPECT_NE(front_end.find("--checkpoint " + with_blanks + ": its text front-end"), std::string::npos) << front_end;
+  o.checkpoints = {*checkpoint_, variant_checkpoint("run_hop128", {"data.hop_length=128"})};
+  o.recentre = true;
+  const std::string recentre = testing::error_of([&] { align_dataset(o); });
+  EXPECT_NE(recentre.find("--recentre: the checkpoints are on 2 frame grids"), std::string::npos) << recentre;
 }
 
 // Recentring (recentre.h): the spectral change around word junctions, the offset it tells, and

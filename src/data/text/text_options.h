@@ -25,6 +25,8 @@ struct TextOptions {
   // Throws OptionError naming the data.* key: an unknown cleaner or symbol set, a CMUdict with
   // the ipa set, an unknown on_unknown_char.
   void validate() const;
+  // Canonical text of every field: two front-ends with the same key encode text alike.
+  std::string settings_key() const;
 };
 
 }  // namespace monoflow::text

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "common/contained_path.h"
@@ -19,6 +20,7 @@
 #include "models/glow_tts.h"
 #include "infer/align_export/ensemble.h"
 #include "infer/align_export/recentre.h"
+#include "infer/align_export/time_ensemble.h"
 #include "infer/align_export/utterance_files.h"
 #include "train/checkpoint.h"
 #include "train/weights_file.h"
@@ -39,26 +41,29 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-Config alignment_config(const AlignOptions& o) {
-  if (o.checkpoints.empty()) throw UserError("give --checkpoint FILE (one or more)");
+// The config of one checkpoint: --config (for every checkpoint) or its own snapshot.
+Config checkpoint_config(const std::string& checkpoint, const AlignOptions& o) {
   if (!o.config.empty()) return load_config(o.config, o.overrides);
-  const std::string& first = o.checkpoints.front();
-  check_weights_file(first, "--checkpoint");
-  if (checkpoint_format(first) == CheckpointFormat::kTorchSave) {
-    throw FileError(first, 0, "an official Glow-TTS checkpoint carries no config; give the model's config with --config");
+  check_weights_file(checkpoint, "--checkpoint");
+  if (checkpoint_format(checkpoint) == CheckpointFormat::kTorchSave) {
+    throw FileError(checkpoint, 0, "an official Glow-TTS checkpoint carries no config; give the model's config with --config");
   }
-  const CheckpointState state = read_checkpoint_state(first);
+  const CheckpointState state = read_checkpoint_state(checkpoint);
   if (state.config_yaml.empty()) {
-    throw FileError(first, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
+    throw FileError(checkpoint, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
   }
-  return parse_config(state.config_yaml, first + " (config snapshot)", o.overrides);
+  return parse_config(state.config_yaml, checkpoint + " (config snapshot)", o.overrides);
 }
 
-data::DataOptions alignment_data_options(const Config& c, const AlignOptions& o) {
+void check_options(const AlignOptions& o) {
+  if (o.checkpoints.empty()) throw UserError("give --checkpoint FILE (one or more)");
   if (o.dataset_dir.empty() && o.filelist.empty()) throw UserError("give --dataset-dir DIR or --filelist FILE");
   if (o.out_dir.empty()) throw UserError("give --out DIR");
   if (o.batch_size < 0) throw UserError("--batch-size " + std::to_string(o.batch_size) + ": must be positive");
   if (!(o.min_pause_ms >= 0)) throw UserError("--min-pause-ms: must be >= 0");
+}
+
+data::DataOptions alignment_data_options(const Config& c, const AlignOptions& o) {
   data::DataOptions d = data_options(c);
   d.dataset_dir = o.dataset_dir;
   d.training_files = o.filelist;
@@ -159,118 +164,276 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
   }
 }
 
+// One frame grid (data.mel: hop, window, rate, ...) with the checkpoints trained on it and the
+// dataset of the mels they read. Checkpoints of one config share a grid; several grids are
+// combined in time (time_ensemble.h).
+struct FrameGrid {
+  Config config;  // its first checkpoint's
+  std::shared_ptr<const data::TtsDataset> dataset;
+  std::map<std::string, size_t> index_of;  // utterance id -> dataset index
+  std::vector<models::GlowTTS> models;
+  FrameTiming timing;
+  WordSpanOptions spans;
+  double silence_edge_s = 0;
+};
+
+FrameGrid frame_grid(const Config& c, const AlignOptions& o) {
+  FrameGrid g;
+  g.config = c;
+  g.timing = FrameTiming{c.data.mel.hop_length, c.data.mel.sampling_rate, c.data.mel.win_length};
+  g.spans.junction = o.junction;
+  g.spans.min_pause_frames =
+      static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
+  g.silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0
+                                            : c.data.mel.win_length / 2.0 / c.data.mel.sampling_rate;
+  return g;
+}
+
+// Each checkpoint's config: --config (read once) for all, else each one's snapshot. Every one must
+// share the first's text front-end and speakers, as the runs of an ensemble encode the text alike.
+std::vector<Config> checkpoint_configs(const AlignOptions& o) {
+  std::optional<Config> given;
+  if (!o.config.empty()) given = load_config(o.config, o.overrides);
+  std::vector<Config> configs;
+  for (const std::string& checkpoint : o.checkpoints) {
+    configs.push_back(given ? *given : checkpoint_config(checkpoint, o));
+    const Config &c = configs.back(), &first = configs.front();
+    if (c.text.settings_key() != first.text.settings_key() || c.data.n_speakers != first.data.n_speakers) {
+      throw UserError("--checkpoint " + checkpoint + ": its text front-end or speakers (data.*) differ from " +
+                      o.checkpoints.front() + "'s; align combines runs that encode the text alike");
+    }
+  }
+  return configs;
+}
+
+// The checkpoints' models grouped by frame grid (MelOptions::settings_key), the first
+// checkpoint's grid first: its frames are the durations files'.
+std::vector<FrameGrid> frame_grids(const AlignOptions& o, const std::vector<Config>& configs, int64_t vocab_size,
+                                   const torch::Device& device) {
+  std::vector<FrameGrid> grids;
+  std::map<std::string, size_t> grid_of;  // settings key -> grids index
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    const auto [at, fresh] = grid_of.emplace(c.data.mel.settings_key(), grids.size());
+    if (fresh) grids.push_back(frame_grid(c, o));
+    models::GlowTTS model(model_options(c, vocab_size));
+    model->to(device);
+    load_model_weights(o.checkpoints[i], *model);  // monoflow's or an official Glow-TTS file
+    model->set_ddi(false);
+    model->eval();
+    grids[at->second].models.push_back(model);
+  }
+  return grids;
+}
+
+// A grid's models over one batch: each model's durations, the frames the models see, the mle summed
+// over the models, and the first model's MAS path (when asked).
+struct GridOutputs {
+  std::vector<torch::Tensor> durations;  // [B, T] int64 on the CPU, one per model
+  torch::Tensor model_frames;            // [B]
+  torch::Tensor mle_sum;                 // [B] double
+  torch::Tensor attn;
+  std::map<std::string, int64_t> row_of;  // utterance id -> batch row
+  torch::Tensor mel_lengths;             // [B] on the CPU
+};
+
+GridOutputs run_models(FrameGrid& grid, const data::Batch& host_batch, const torch::Device& device,
+                       const align::MasOptions& mas, bool keep_attn) {
+  GridOutputs g;
+  const data::Batch batch = to_device(host_batch, device);
+  for (auto& model : grid.models) {
+    const models::GlowTTSOutput out =
+        model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
+    g.durations.push_back(out.durations.to(torch::kCPU, torch::kInt64));
+    g.model_frames = out.y_lengths.to(torch::kCPU);  // the same in every model: the config's n_sqz
+    const torch::Tensor m = per_utterance_mle(out);
+    g.mle_sum = g.mle_sum.defined() ? g.mle_sum + m : m;
+    if (keep_attn && !g.attn.defined()) g.attn = out.attn.to(torch::kCPU, torch::kFloat32);
+  }
+  for (size_t b = 0; b < host_batch.ids.size(); ++b) g.row_of[host_batch.ids[b]] = static_cast<int64_t>(b);
+  g.mel_lengths = host_batch.mel_lengths;
+  return g;
+}
+
+// One utterance as align writes it: the durations (on the first grid), the word intervals of
+// its first run (for the counts and the recentring) and the TextGrid.
+struct CombinedAlignment {
+  UtteranceAlignment utterance;
+  WordIntervals words;
+  TextGrid grid;
+};
+
+// Every run of every grid over utterance `id` combined: one grid, the median of the token
+// boundaries in frames (ensemble.h, taken over the batch before); several, each run's word and token tiers in seconds, their
+// medians (time_ensemble.h). nullopt where a later grid's dataset left the utterance out.
+std::optional<CombinedAlignment> combined_alignment(const std::string& id, const std::vector<FrameGrid>& grids,
+                                                    const std::vector<GridOutputs>& outputs,
+                                                    const text::TextProcessor& tp, double min_pause_s) {
+  const auto utterance_of = [&](size_t g, const torch::Tensor& durations, int64_t b) {
+    const data::DatasetItem& item = grids[g].dataset->item(grids[g].index_of.at(id));
+    const int64_t seen = outputs[g].model_frames[b].item<int64_t>();
+    return utterance_alignment(item, tp, durations[b], seen, outputs[g].mel_lengths[b].item<int64_t>());
+  };
+  const int64_t b0 = outputs[0].row_of.at(id);
+  CombinedAlignment a;
+  if (grids.size() == 1) {  // its runs' durations are their median already
+    a.utterance = utterance_of(0, outputs[0].durations.front(), b0);
+    a.words = word_intervals(a.utterance.tokens, words_of(a.utterance.cleaned_text), grids[0].spans);
+    a.grid = alignment_textgrid(a.utterance, a.words, grids[0].timing, grids[0].silence_edge_s);
+    return a;
+  }
+  std::vector<TextGridTier> word_tiers, token_tiers;
+  for (size_t g = 0; g < grids.size(); ++g) {
+    const auto row = outputs[g].row_of.find(id);
+    if (row == outputs[g].row_of.end()) return std::nullopt;
+    for (const torch::Tensor& durations : outputs[g].durations) {
+      const UtteranceAlignment u = utterance_of(g, durations, row->second);
+      const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), grids[g].spans);
+      TextGrid run = alignment_textgrid(u, words, grids[g].timing, grids[g].silence_edge_s);
+      word_tiers.push_back(std::move(run.tiers.at(0)));
+      token_tiers.push_back(std::move(run.tiers.at(1)));
+      if (g == 0 && word_tiers.size() == 1) {
+        a.utterance = u;
+        a.words = words;
+      }
+    }
+  }
+  const FrameTiming& timing = grids[0].timing;
+  const std::vector<int64_t> frames = median_token_frames(token_tiers, timing, a.utterance.frames);
+  for (size_t t = 0; t < frames.size(); ++t) a.utterance.tokens[t].frames = frames[t];
+  a.grid = alignment_textgrid(a.utterance, median_word_tier(word_tiers, timing.seconds(a.utterance.frames), min_pause_s),
+                              timing);
+  return a;
+}
+
 }  // namespace
 
 AlignReport align_dataset(const AlignOptions& o) {
   const auto start = Clock::now();
-  const Config c = alignment_config(o);
-  const data::DataOptions d = alignment_data_options(c, o);
+  check_options(o);
+  const std::vector<Config> configs = checkpoint_configs(o);
+  const Config& c = configs.front();
+  auto tp = std::make_shared<const text::TextProcessor>(c.text);
   const torch::Device device = resolve_device(o.device, "--device");
+  std::vector<FrameGrid> grids = frame_grids(o, configs, static_cast<int64_t>(tp->vocab_size()), device);
+  if (o.recentre && grids.size() > 1) {
+    throw UserError("--recentre: the checkpoints are on " + std::to_string(grids.size()) +
+                    " frame grids (data.hop_length, data.win_length, ...); recentring measures one");
+  }
   align::MasOptions mas;
   mas.backend = resolve_backend("auto", device);  // cuda-fast on a GPU (else cuda); cpu on the CPU
 
-  auto tp = std::make_shared<const text::TextProcessor>(c.text);
+  const data::DataOptions d = alignment_data_options(c, o);
   data::BadLines bad(d.on_bad_line);
-  const std::vector<data::Utterance> utterances = read_utterances(d, bad);
-  const auto dataset = std::make_shared<const data::TtsDataset>(utterances, d, data::text_encoder(tp), bad);
-  if (dataset->size() == 0) {
+  grids[0].dataset =
+      std::make_shared<const data::TtsDataset>(read_utterances(d, bad), d, data::text_encoder(tp), bad);
+  const data::TtsDataset& dataset = *grids[0].dataset;
+  if (dataset.size() == 0) {
     throw UserError("no utterance left to align (" + std::to_string(bad.skipped()) + " bad line(s) skipped)");
   }
-  std::map<std::string, size_t> index_of;
-  for (size_t i = 0; i < dataset->size(); ++i) index_of[dataset->item(i).utterance.id] = i;
+  std::vector<data::Utterance> kept;  // the later grids check what the first kept, each on its own frames
+  for (size_t i = 0; i < dataset.size(); ++i) kept.push_back(dataset.item(i).utterance);
+  int64_t bad_elsewhere = 0;
+  for (size_t g = 1; g < grids.size(); ++g) {
+    data::BadLines grid_bad(d.on_bad_line);
+    grids[g].dataset = std::make_shared<const data::TtsDataset>(kept, alignment_data_options(grids[g].config, o),
+                                                                data::text_encoder(tp), grid_bad);
+    bad_elsewhere += grid_bad.skipped();
+  }
+  for (FrameGrid& grid : grids) {
+    for (size_t i = 0; i < grid.dataset->size(); ++i) grid.index_of[grid.dataset->item(i).utterance.id] = i;
+  }
 
   data::LoaderOptions lo = loader_options(c, /*training=*/false);
   if (o.batch_size > 0) lo.batch_size = o.batch_size;
   lo.pin_memory = device.is_cuda();
   set_intra_op_threads(c.run.threads, lo.num_workers);  // one per core would fight the loader
-  data::DataLoader loader(dataset, lo);
-
-  std::vector<models::GlowTTS> models;  // one per checkpoint, all of the config's architecture
-  for (const std::string& checkpoint : o.checkpoints) {
-    models::GlowTTS model(model_options(c, static_cast<int64_t>(tp->vocab_size())));
-    model->to(device);
-    load_model_weights(checkpoint, *model);  // monoflow's or an official Glow-TTS file
-    model->set_ddi(false);
-    model->eval();
-    models.push_back(model);
-  }
+  data::DataLoader loader(grids[0].dataset, lo);
+  int64_t model_count = 0;
+  for (const FrameGrid& grid : grids) model_count += static_cast<int64_t>(grid.models.size());
 
   for (const char* sub : {"durations", "textgrids"}) make_dirs(o.out_dir + "/" + sub);
   if (o.images) make_dirs(o.out_dir + "/images");
-  const FrameTiming timing{c.data.mel.hop_length, c.data.mel.sampling_rate, c.data.mel.win_length};
-  WordSpanOptions spans;
-  spans.junction = o.junction;
-  spans.min_pause_frames =
-      static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
-  const double silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0
-                                                   : c.data.mel.win_length / 2.0 / c.data.mel.sampling_rate;
+  const FrameTiming& timing = grids[0].timing;
 
   AlignReport report;
-  report.bad_lines = bad.skipped();
+  report.bad_lines = bad.skipped() + bad_elsewhere;
   report.backend = align::backend_name(mas.backend);
   report.device = device.str();
-  std::vector<SummaryRow> rows(dataset->size());
+  std::vector<SummaryRow> rows(dataset.size());
   ProgressLine progress(stderr);
   CountProgress shown;
-  shown.total = static_cast<int64_t>(dataset->size());
+  shown.total = static_cast<int64_t>(dataset.size());
   shown.unit = "utterances";
   if (o.progress) {
-    progress.message("align: " + std::to_string(dataset->size()) + " utterances in batches of " +
-                     std::to_string(lo.batch_size) + " on " + report.device + " (MAS " + report.backend + "); " +
-                     std::to_string(report.bad_lines) + " bad line(s) skipped");
+    std::string hops;
+    for (const FrameGrid& grid : grids) hops += (hops.empty() ? "" : ", ") + std::to_string(grid.timing.hop_length);
+    progress.message("align: " + std::to_string(dataset.size()) + " utterances in batches of " +
+                     std::to_string(lo.batch_size) + " on " + report.device + " (MAS " + report.backend + "), " +
+                     std::to_string(model_count) + " checkpoint(s) on " + std::to_string(grids.size()) +
+                     " frame grid(s) (hop " + hops + "); " + std::to_string(report.bad_lines) +
+                     " bad line(s) skipped");
   }
   auto last_plain = Clock::now();
   const auto loop_start = Clock::now();
 
-  std::vector<std::pair<std::string, TextGrid>> grids;  // written at the end, recentred
+  std::vector<std::pair<std::string, TextGrid>> textgrids;  // written at the end, recentred
   JunctionChange change;
   torch::NoGradGuard no_grad;
+  const bool run_attn = o.images && model_count == 1;
   while (auto host_batch = loader.next()) {
-    const data::Batch batch = to_device(*host_batch, device);
-    std::vector<torch::Tensor> each;  // every model's durations
-    torch::Tensor model_frames, mle, attn;
-    for (auto& model : models) {
-      const models::GlowTTSOutput out =
-          model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
-      each.push_back(out.durations.to(torch::kCPU, torch::kInt64));
-      model_frames = out.y_lengths.to(torch::kCPU);  // the same in every model: the config's n_sqz
-      const torch::Tensor m = per_utterance_mle(out);
-      mle = mle.defined() ? mle + m : m;
-      if (o.images && models.size() == 1) attn = out.attn.to(torch::kCPU, torch::kFloat32);
+    std::vector<GridOutputs> outputs{run_models(grids[0], *host_batch, device, mas, run_attn)};
+    if (grids.size() == 1) outputs[0].durations = {median_durations(outputs[0].durations)};  // ensemble.h
+    for (size_t g = 1; g < grids.size(); ++g) {
+      std::vector<int64_t> indices;  // the batch's utterances that this grid's dataset kept
+      for (const std::string& id : host_batch->ids) {
+        const auto at = grids[g].index_of.find(id);
+        if (at != grids[g].index_of.end()) indices.push_back(static_cast<int64_t>(at->second));
+      }
+      if (indices.empty()) {
+        outputs.emplace_back();
+        continue;
+      }
+      outputs.push_back(run_models(grids[g], data::build_batch(*grids[g].dataset, indices, lo, 0), device, mas, false));
     }
-    const torch::Tensor durations = median_durations(each);
-    mle = mle / static_cast<double>(models.size());
-    const auto mel_lengths = host_batch->mel_lengths.accessor<int64_t, 1>();
-    for (int64_t b = 0; b < static_cast<int64_t>(host_batch->ids.size()); ++b) {
-      const size_t index = index_of.at(host_batch->ids[b]);
-      const data::DatasetItem& item = dataset->item(index);
-      const int64_t seen = model_frames[b].item<int64_t>();
-      const UtteranceAlignment u = utterance_alignment(item, *tp, durations[b], seen, mel_lengths[b]);
-      const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), spans);
+    for (const std::string& id : host_batch->ids) {
+      std::optional<CombinedAlignment> a = combined_alignment(id, grids, outputs, *tp, o.min_pause_ms / 1000.0);
+      if (!a) continue;
+      const UtteranceAlignment& u = a->utterance;
+      const size_t index = grids[0].index_of.at(id);
+      const data::DatasetItem& item = dataset.item(index);
+      const int64_t b = outputs[0].row_of.at(id);
+      const int64_t seen = outputs[0].model_frames[b].item<int64_t>();
       const int64_t tokens = static_cast<int64_t>(item.text.size());
-      torch::Tensor path;  // the model's MAS path; the median's own path for several models
+      torch::Tensor path;  // the model's MAS path; the combined durations' own path for several models
       if (o.images) {
-        path = attn.defined() ? attn[b].slice(0, 0, tokens).slice(1, 0, seen)
-                              : models::generate_path(durations[b].slice(0, 0, tokens).unsqueeze(0),
-                                                      torch::ones({1, tokens, seen}))[0];
+        torch::Tensor durations = torch::zeros({tokens}, torch::kInt64);
+        for (int64_t t = 0; t < tokens; ++t) durations[t] = u.tokens[static_cast<size_t>(t)].frames;
+        durations[tokens - 1] -= u.frames - seen;  // the frames past the model's multiple of n_sqz
+        path = run_attn ? outputs[0].attn[b].slice(0, 0, tokens).slice(1, 0, seen)
+                        : models::generate_path(durations.unsqueeze(0), torch::ones({1, tokens, seen}))[0];
       }
       write_utterance(o.out_dir, u, timing, path);
       if (o.on_utterance) o.on_utterance(u);
-      grids.push_back({u.id, alignment_textgrid(u, words, timing, silence_edge_s)});
-      if (o.recentre) change.add(host_batch->mel[b].slice(1, 0, mel_lengths[b]), word_junctions(words));
+      if (o.recentre) {
+        change.add(host_batch->mel[b].slice(1, 0, outputs[0].mel_lengths[b].item<int64_t>()), word_junctions(a->words));
+      }
+      textgrids.push_back({u.id, std::move(a->grid)});
 
+      double mle = 0;
+      for (size_t g = 0; g < grids.size(); ++g) mle += outputs[g].mle_sum[outputs[g].row_of.at(id)].item<double>();
       SummaryRow& row = rows[index];
       row.id = u.id;
       row.source = item.utterance.source + ":" + std::to_string(item.utterance.line);
-      row.tokens = static_cast<int64_t>(u.tokens.size());
-      row.words = words.words;
+      row.tokens = tokens;
+      row.words = a->words.words;
       row.frames = u.frames;
       row.seconds = timing.seconds(u.frames);
-      row.mle = mle[b].item<double>();
-      row.labels_from_text = words.labels_from_text;
+      row.mle = mle / static_cast<double>(model_count);
+      row.labels_from_text = a->words.labels_from_text;
       ++report.utterances;
-      report.words += words.words;
-      report.word_label_fallbacks += words.labels_from_text ? 0 : 1;
+      report.words += a->words.words;
+      report.word_label_fallbacks += a->words.labels_from_text ? 0 : 1;
       report.audio_seconds += row.seconds;
       report.mean_mle += row.mle;
     }
@@ -289,7 +452,7 @@ AlignReport align_dataset(const AlignOptions& o) {
                                            timing.sampling_rate
                                      : 0.0;
   report.recentred_ms = offset_s * 1000;
-  for (auto& [id, grid] : grids) {
+  for (auto& [id, grid] : textgrids) {
     if (offset_s != 0) shift_boundaries(grid, offset_s);
     write_file(child_path(o.out_dir + "/textgrids", id, ".TextGrid", "utterance id"), format_textgrid(grid));
   }

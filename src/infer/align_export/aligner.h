@@ -30,10 +30,12 @@
 namespace monoflow::train {
 
 struct AlignOptions {
-  // A monoflow checkpoint (train's ckpt_*.pt), or several: runs of one config, whose token
-  // boundaries are combined by their median (ensemble.h).
+  // A monoflow checkpoint (train's ckpt_*.pt), or several: runs of one text front-end, combined by
+  // their median. Runs of one frame grid (data.mel: hop, window, ...): each token boundary's median
+  // in frames (ensemble.h). Runs of several grids, each on its own mels: each word edge's and token
+  // boundary's median in seconds (time_ensemble.h), the durations on the first checkpoint's frames.
   std::vector<std::string> checkpoints;
-  std::string config;       // a config file to use instead of the first checkpoint's snapshot ("": the snapshot)
+  std::string config;       // a config file for every checkpoint instead of each one's snapshot ("": the snapshots)
   std::vector<std::string> overrides;  // key=value applied to that config (data.on_bad_line=error)
   std::string dataset_dir;  // LJSpeech layout (metadata.csv + wavs/); with a filelist, its base folder
   std::string filelist;     // path|text (or path|speaker|text) lines, as data.training_files
@@ -54,7 +56,7 @@ struct AlignOptions {
   // it (recentre.h); the TextGrids move, the durations stay MAS's frames. Not below
   // `recentre_min_junctions` junctions in the dataset (too few to tell). Opt-in: the offset rests
   // on a constant calibrated on one voice's word events (recentre.h), which on another voice
-  // becomes a bias of its own.
+  // becomes a bias of its own. Checkpoints of one frame grid only (UserError otherwise).
   bool recentre = false;
   int64_t recentre_min_junctions = 200;
   bool progress = true;  // the progress line on stderr
@@ -79,7 +81,9 @@ struct AlignReport {
 };
 
 // Runs everything above. The data section of the config (on_bad_line, the mel recipe, the text
-// front-end, n_speakers) applies; max_mel_frames does not (every utterance is aligned).
+// front-end, n_speakers) applies; max_mel_frames does not (every utterance is aligned). With
+// several frame grids, the first grid's dataset decides which lines are bad; an utterance that a
+// later grid cannot use (too few of its frames for the tokens) is a bad line of that grid.
 // Bad lines (missing audio, malformed lines, unencodable text, too short audio, duplicate
 // ids) follow data.on_bad_line: skip reports each as "warning: file:line: ... (skipped)", error
 // throws a FileError naming file:line. UserError / FileError for options, config or checkpoint.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "train/log/metrics_log.h"
 
@@ -58,11 +59,16 @@ void pull_edges_from_silence(TextGridTier& words, double seconds) {
 
 TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing,
                             double silence_edge_s) {
+  TextGridTier word_tier = tier("words", words.intervals, timing, u.frames);
+  pull_edges_from_silence(word_tier, silence_edge_s);
+  return alignment_textgrid(u, std::move(word_tier), timing);
+}
+
+TextGrid alignment_textgrid(const UtteranceAlignment& u, TextGridTier words, const FrameTiming& timing) {
   TextGrid g;
   g.xmin = 0;
   g.xmax = timing.seconds(u.frames);
-  g.tiers.push_back(tier("words", words.intervals, timing, u.frames));
-  pull_edges_from_silence(g.tiers.back(), silence_edge_s);
+  g.tiers.push_back(std::move(words));
   g.tiers.push_back(tier("tokens", token_intervals(u.tokens), timing, u.frames));
   return g;
 }

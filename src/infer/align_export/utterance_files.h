@@ -59,5 +59,8 @@ void pull_edges_from_silence(TextGridTier& words, double seconds);
 // and "tokens" (one interval per token, labelled with its symbol), over [0, frames * hop / rate].
 TextGrid alignment_textgrid(const UtteranceAlignment& u, const WordIntervals& words, const FrameTiming& timing,
                             double silence_edge_s = 0);
+// The same with a word tier already in seconds (time_ensemble.h's median over runs of several
+// frame grids); the token tier is u's.
+TextGrid alignment_textgrid(const UtteranceAlignment& u, TextGridTier words, const FrameTiming& timing);
 
 }  // namespace monoflow::train
