@@ -100,7 +100,7 @@ void bind_align(py::module_& m) {
         } else {
           o.checkpoints = std::get<std::vector<std::string>>(checkpoint);
         }
-        if (o.checkpoints.empty()) throw UserError("checkpoint: give one checkpoint, or a list of runs of one config");
+        if (o.checkpoints.empty()) throw UserError("checkpoint: give one checkpoint, or a list of runs of one text front-end");
         o.dataset_dir = dataset_dir.value_or("");
         o.filelist = filelist.value_or("");
         o.out_dir = out_dir.value_or("");
