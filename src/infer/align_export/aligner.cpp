@@ -19,11 +19,9 @@
 #include "data/text_encoder.h"
 #include "models/glow_tts.h"
 #include "infer/align_export/ensemble.h"
+#include "infer/align_export/frame_grids.h"
 #include "infer/align_export/recentre.h"
-#include "infer/align_export/time_ensemble.h"
 #include "infer/align_export/utterance_files.h"
-#include "train/checkpoint.h"
-#include "train/weights_file.h"
 #include "train/config/config_io.h"
 #include "train/config/options_map.h"
 #include "train/log/image.h"
@@ -40,20 +38,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The config of one checkpoint: --config (for every checkpoint) or its own snapshot.
-Config checkpoint_config(const std::string& checkpoint, const AlignOptions& o) {
-  if (!o.config.empty()) return load_config(o.config, o.overrides);
-  check_weights_file(checkpoint, "--checkpoint");
-  if (checkpoint_format(checkpoint) == CheckpointFormat::kTorchSave) {
-    throw FileError(checkpoint, 0, "an official Glow-TTS checkpoint carries no config; give the model's config with --config");
-  }
-  const CheckpointState state = read_checkpoint_state(checkpoint);
-  if (state.config_yaml.empty()) {
-    throw FileError(checkpoint, 0, "the checkpoint carries no config snapshot; give the run's config with --config");
-  }
-  return parse_config(state.config_yaml, checkpoint + " (config snapshot)", o.overrides);
-}
 
 void check_options(const AlignOptions& o) {
   if (o.checkpoints.empty()) throw UserError("give --checkpoint FILE (one or more)");
@@ -92,17 +76,6 @@ std::vector<data::Utterance> read_utterances(const data::DataOptions& d, data::B
   return out;
 }
 
-// Per-utterance mle: models::mle_loss of each utterance alone, [B] (CPU double).
-torch::Tensor per_utterance_mle(const models::GlowTTSOutput& out) {
-  const torch::Tensor mask = out.z_mask.to(torch::kFloat32);
-  const torch::Tensor z = out.z.to(torch::kFloat32), z_m = out.z_m.to(torch::kFloat32),
-                      z_logs = out.z_logs.to(torch::kFloat32);
-  const torch::Tensor terms =
-      ((z_logs + 0.5 * torch::exp(-2 * z_logs) * (z - z_m).pow(2)) * mask).sum({1, 2}) - out.logdet.to(torch::kFloat32);
-  const torch::Tensor elements = mask.sum({1, 2}) * z.size(1);
-  return (terms / elements + 0.5 * std::log(2 * M_PI)).to(torch::kCPU, torch::kFloat64);
-}
-
 struct SummaryRow {
   std::string id, source;
   int64_t tokens = 0, words = 0, frames = 0;
@@ -127,25 +100,6 @@ void make_dirs(const std::string& path) {
   if (!e.empty()) throw FileError(path, 0, "cannot create the folder: " + e);
 }
 
-// One utterance's tokens with their MAS durations (`durations`: [T_max] int64, CPU), the frames
-// past the model's multiple of n_sqz on the last token (aligner.h), so they sum to mel_frames.
-UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text::TextProcessor& tp,
-                                       const torch::Tensor& durations, int64_t model_frames, int64_t mel_frames) {
-  UtteranceAlignment u;
-  u.id = item.utterance.id;
-  u.cleaned_text = tp.clean(item.utterance.text);
-  u.token_ids = item.text;
-  u.frames = mel_frames;
-  const int64_t space_id = tp.id_of(" ");
-  const auto dur = durations.accessor<int64_t, 1>();
-  for (size_t t = 0; t < item.text.size(); ++t) {
-    const int64_t id = item.text[t];
-    u.tokens.push_back({tp.symbol(id), tp.spoken(id), id == space_id, dur[static_cast<int64_t>(t)]});
-  }
-  u.tokens.back().frames += mel_frames - model_frames;
-  return u;
-}
-
 // durations/<id>.json and .npy, and images/<id>.png when `path` (the MAS path [T, model
 // frames]) is defined. The TextGrid comes once the whole run has been seen (recentre.h). Every
 // file stays inside its folder of out_dir (child_path), whatever the id holds.
@@ -162,148 +116,6 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
     write_file(child_path(out_dir + "/images", u.id, ".png", "utterance id"),
                render_plot(path, PlotLabels{"frame", "token", 240, "MAS alignment (" + u.id + ")"}).bytes);
   }
-}
-
-// One frame grid (data.mel: hop, window, rate, ...) with the checkpoints trained on it and the
-// dataset of the mels they read. Checkpoints of one config share a grid; several grids are
-// combined in time (time_ensemble.h).
-struct FrameGrid {
-  Config config;  // its first checkpoint's
-  std::shared_ptr<const data::TtsDataset> dataset;
-  std::map<std::string, size_t> index_of;  // utterance id -> dataset index
-  std::vector<models::GlowTTS> models;
-  FrameTiming timing;
-  WordSpanOptions spans;
-  double silence_edge_s = 0;
-};
-
-FrameGrid frame_grid(const Config& c, const AlignOptions& o) {
-  FrameGrid g;
-  g.config = c;
-  g.timing = FrameTiming{c.data.mel.hop_length, c.data.mel.sampling_rate, c.data.mel.win_length};
-  g.spans.junction = o.junction;
-  g.spans.min_pause_frames =
-      static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
-  g.silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0
-                                            : c.data.mel.win_length / 2.0 / c.data.mel.sampling_rate;
-  return g;
-}
-
-// Each checkpoint's config: --config (read once) for all, else each one's snapshot. Every one must
-// share the first's text front-end and speakers, as the runs of an ensemble encode the text alike.
-std::vector<Config> checkpoint_configs(const AlignOptions& o) {
-  std::optional<Config> given;
-  if (!o.config.empty()) given = load_config(o.config, o.overrides);
-  std::vector<Config> configs;
-  for (const std::string& checkpoint : o.checkpoints) {
-    configs.push_back(given ? *given : checkpoint_config(checkpoint, o));
-    const Config &c = configs.back(), &first = configs.front();
-    if (c.text.settings_key() != first.text.settings_key() || c.data.n_speakers != first.data.n_speakers) {
-      throw UserError("--checkpoint " + checkpoint + ": its text front-end or speakers (data.*) differ from " +
-                      o.checkpoints.front() + "'s; align combines runs that encode the text alike");
-    }
-  }
-  return configs;
-}
-
-// The checkpoints' models grouped by frame grid (MelOptions::settings_key), the first
-// checkpoint's grid first: its frames are the durations files'.
-std::vector<FrameGrid> frame_grids(const AlignOptions& o, const std::vector<Config>& configs, int64_t vocab_size,
-                                   const torch::Device& device) {
-  std::vector<FrameGrid> grids;
-  std::map<std::string, size_t> grid_of;  // settings key -> grids index
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Config& c = configs[i];
-    const auto [at, fresh] = grid_of.emplace(c.data.mel.settings_key(), grids.size());
-    if (fresh) grids.push_back(frame_grid(c, o));
-    models::GlowTTS model(model_options(c, vocab_size));
-    model->to(device);
-    load_model_weights(o.checkpoints[i], *model);  // monoflow's or an official Glow-TTS file
-    model->set_ddi(false);
-    model->eval();
-    grids[at->second].models.push_back(model);
-  }
-  return grids;
-}
-
-// A grid's models over one batch: each model's durations, the frames the models see, the mle summed
-// over the models, and the first model's MAS path (when asked).
-struct GridOutputs {
-  std::vector<torch::Tensor> durations;  // [B, T] int64 on the CPU, one per model
-  torch::Tensor model_frames;            // [B]
-  torch::Tensor mle_sum;                 // [B] double
-  torch::Tensor attn;
-  std::map<std::string, int64_t> row_of;  // utterance id -> batch row
-  torch::Tensor mel_lengths;             // [B] on the CPU
-};
-
-GridOutputs run_models(FrameGrid& grid, const data::Batch& host_batch, const torch::Device& device,
-                       const align::MasOptions& mas, bool keep_attn) {
-  GridOutputs g;
-  const data::Batch batch = to_device(host_batch, device);
-  for (auto& model : grid.models) {
-    const models::GlowTTSOutput out =
-        model->forward(batch.text, batch.text_lengths, batch.mel, batch.mel_lengths, batch.speakers, mas);
-    g.durations.push_back(out.durations.to(torch::kCPU, torch::kInt64));
-    g.model_frames = out.y_lengths.to(torch::kCPU);  // the same in every model: the config's n_sqz
-    const torch::Tensor m = per_utterance_mle(out);
-    g.mle_sum = g.mle_sum.defined() ? g.mle_sum + m : m;
-    if (keep_attn && !g.attn.defined()) g.attn = out.attn.to(torch::kCPU, torch::kFloat32);
-  }
-  for (size_t b = 0; b < host_batch.ids.size(); ++b) g.row_of[host_batch.ids[b]] = static_cast<int64_t>(b);
-  g.mel_lengths = host_batch.mel_lengths;
-  return g;
-}
-
-// One utterance as align writes it: the durations (on the first grid), the word intervals of
-// its first run (for the counts and the recentring) and the TextGrid.
-struct CombinedAlignment {
-  UtteranceAlignment utterance;
-  WordIntervals words;
-  TextGrid grid;
-};
-
-// Every run of every grid over utterance `id` combined: one grid, the median of the token
-// boundaries in frames (ensemble.h, taken over the batch before); several, each run's word and token tiers in seconds, their
-// medians (time_ensemble.h). nullopt where a later grid's dataset left the utterance out.
-std::optional<CombinedAlignment> combined_alignment(const std::string& id, const std::vector<FrameGrid>& grids,
-                                                    const std::vector<GridOutputs>& outputs,
-                                                    const text::TextProcessor& tp, double min_pause_s) {
-  const auto utterance_of = [&](size_t g, const torch::Tensor& durations, int64_t b) {
-    const data::DatasetItem& item = grids[g].dataset->item(grids[g].index_of.at(id));
-    const int64_t seen = outputs[g].model_frames[b].item<int64_t>();
-    return utterance_alignment(item, tp, durations[b], seen, outputs[g].mel_lengths[b].item<int64_t>());
-  };
-  const int64_t b0 = outputs[0].row_of.at(id);
-  CombinedAlignment a;
-  if (grids.size() == 1) {  // its runs' durations are their median already
-    a.utterance = utterance_of(0, outputs[0].durations.front(), b0);
-    a.words = word_intervals(a.utterance.tokens, words_of(a.utterance.cleaned_text), grids[0].spans);
-    a.grid = alignment_textgrid(a.utterance, a.words, grids[0].timing, grids[0].silence_edge_s);
-    return a;
-  }
-  std::vector<TextGridTier> word_tiers, token_tiers;
-  for (size_t g = 0; g < grids.size(); ++g) {
-    const auto row = outputs[g].row_of.find(id);
-    if (row == outputs[g].row_of.end()) return std::nullopt;
-    for (const torch::Tensor& durations : outputs[g].durations) {
-      const UtteranceAlignment u = utterance_of(g, durations, row->second);
-      const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), grids[g].spans);
-      TextGrid run = alignment_textgrid(u, words, grids[g].timing, grids[g].silence_edge_s);
-      word_tiers.push_back(std::move(run.tiers.at(0)));
-      token_tiers.push_back(std::move(run.tiers.at(1)));
-      if (g == 0 && word_tiers.size() == 1) {
-        a.utterance = u;
-        a.words = words;
-      }
-    }
-  }
-  const FrameTiming& timing = grids[0].timing;
-  const std::vector<int64_t> frames = median_token_frames(token_tiers, timing, a.utterance.frames);
-  for (size_t t = 0; t < frames.size(); ++t) a.utterance.tokens[t].frames = frames[t];
-  a.grid = alignment_textgrid(a.utterance, median_word_tier(word_tiers, timing.seconds(a.utterance.frames), min_pause_s),
-                              timing);
-  return a;
 }
 
 }  // namespace
