@@ -31,7 +31,8 @@ PY=${PYTHON:-python3}
 GPUS_FOUND=$(nvidia-smi -L 2>/dev/null | wc -l)
 GPU_COUNT=$((GPUS_FOUND > 0 ? GPUS_FOUND : 1))
 GPUS=${PARITY_GPUS:-$GPU_COUNT}
-# The alignment recipe (README's): RECIPE_CONFIG once per seed of RECIPE_SEEDS on each corpus,
+# The alignment recipe (README's): RECIPE_CONFIG once per seed of RECIPE_SEEDS and variant of
+# RECIPE_VARIANTS (below) on each corpus,
 # each run until its max_steps or RECIPE_MINUTES, then align with its defaults given every run's
 # last checkpoint; RECIPE_MINUTES=0 skips it. (Before 2026-12-04 the recipe was one run of
 # configs/ljspeech_blank.yaml: RECIPE_CONFIG=configs/ljspeech_blank.yaml RECIPE_SEEDS=1234.)
@@ -47,9 +48,9 @@ RECIPE_SETS=${RECIPE_SETS:-}
 RECIPE_ALIGN=${RECIPE_ALIGN:-}
 # Runs of several shapes together: RECIPE_VARIANTS lists train settings separated by ';', each
 # trained once per seed (the first as run-s<seed>, the k-th after it as run-v<k>-s<seed>), and
-# align combines them all. Empty: one variant, RECIPE_SETS alone. The two-hop recipe:
-# RECIPE_VARIANTS=";--set data.hop_length=128 --set data.max_mel_frames=2400".
-RECIPE_VARIANTS=${RECIPE_VARIANTS:-}
+# align combines them all. Unset: README's recipe, the config's frames and 5.8 ms frames; empty
+# (RECIPE_VARIANTS=""): the config's frames alone (the recipe before 2026-12-05's 75606b3).
+RECIPE_VARIANTS=${RECIPE_VARIANTS-;--set data.hop_length=128 --set data.max_mel_frames=2400}
 # Recipe runs trained at once (0: all of them): as README says, all at once with one thread each
 # on a CPU, one after another on a GPU. A run's result does not depend on what runs beside it.
 if ((GPUS_FOUND > 0)); then
