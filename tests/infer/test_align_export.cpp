@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -698,6 +699,43 @@ TEST_F(AlignRun, CheckpointsOfAnotherFrontEndOrRecentringOverTwoGridsAreRefused)
   o.recentre = true;
   const std::string recentre = testing::error_of([&] { align_dataset(o); });
   EXPECT_NE(recentre.find("--recentre: the checkpoints are on 2 frame grids"), std::string::npos) << recentre;
+}
+
+// An utterance that the first grid can use and a later one cannot (too few hop-256 frames for its
+// tokens) is a bad line of that grid: skipped with its file and line while the others align, or,
+// under on_bad_line: error, the error.
+TEST_F(AlignRun, AnUtteranceALaterGridCannotUseIsABadLineOfThatGrid) {
+  ASSERT_FALSE(checkpoint_->empty());
+  const std::string hop128 = variant_checkpoint("run_hop128", {"data.hop_length=128"});
+  const std::string filelist = *dir_ / "short_list.txt";
+  {
+    // A quarter second for 30 characters: 22 frames at hop 256, 44 at hop 128.
+    const int rate = 22050;
+    const torch::Tensor wave =
+        0.3 * torch::sin(torch::arange(rate / 4, torch::kFloat32) * static_cast<float>(2 * M_PI * 220.0 / rate));
+    write_file(*dir_ / "corpus/wavs/TINY-SHORT.wav", encode_wav16(wave, rate));
+    std::ofstream(filelist) << "wavs/TINY-100.wav|hello world.\n"
+                            << "wavs/TINY-SHORT.wav|a longer line for a short one.\n";
+  }
+  AlignOptions o = cpu_options("short_hop128");
+  o.filelist = filelist;
+  o.checkpoints = {hop128};
+  EXPECT_EQ(align_dataset(o).utterances, 2);  // the hop-128 grid alone takes both
+
+  o.checkpoints = {hop128, *checkpoint_};
+  o.out_dir = *dir_ / "short_two_hops";
+  const AlignReport r = align_dataset(o);
+  EXPECT_EQ(r.utterances, 1);
+  EXPECT_EQ(r.bad_lines, 1);
+  EXPECT_TRUE(std::filesystem::exists(o.out_dir + "/durations/TINY-100.json"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/durations/TINY-SHORT.json"));
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir + "/textgrids/TINY-SHORT.TextGrid"));
+
+  o.overrides = {"data.on_bad_line=error"};
+  o.out_dir = *dir_ / "short_error";
+  const std::string error = testing::error_of([&] { align_dataset(o); });
+  EXPECT_NE(error.find(filelist + ":2: "), std::string::npos) << error;
+  EXPECT_NE(error.find("usable mel frames"), std::string::npos) << error;
 }
 
 // Recentring (recentre.h): the spectral change around word junctions, the offset it tells, and
