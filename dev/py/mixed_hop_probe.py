@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Would runs on two frame grids, combined in time, align closer than runs on one? A probe, not
-part of `align`.
+"""Would runs on two frame grids, combined in time, align closer than runs on one? The probe that
+led to `align`'s median across frame grids (75606b3, src/infer/align_export/time_ensemble.h); it
+reads durations files only, so it needs no checkpoints, and it splits no short gap between the
+medians as `align` does.
 
-`align` given several checkpoints takes the median of their boundaries in frames, so every run
-must share one hop. Here each run's durations (align's durations/ folder, one per run, any hop)
+Each run's durations (align's durations/ folder, one per run, any hop)
 become word edges in seconds, as align's default word tier places them (word_edges_probe.py's
 rule, with align's 40-ms pause threshold in that run's frames); each word's start and end is then
 the median over the runs, and the result is scored as scripts/score_alignment.py does:

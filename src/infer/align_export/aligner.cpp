@@ -219,9 +219,10 @@ AlignReport align_dataset(const AlignOptions& o) {
       const int64_t tokens = static_cast<int64_t>(item.text.size());
       torch::Tensor path;  // the model's MAS path; the combined durations' own path for several models
       if (o.images) {
-        torch::Tensor durations = torch::zeros({tokens}, torch::kInt64);
-        for (int64_t t = 0; t < tokens; ++t) durations[t] = u.tokens[static_cast<size_t>(t)].frames;
-        durations[tokens - 1] -= u.frames - seen;  // the frames past the model's multiple of n_sqz
+        std::vector<int64_t> frames;
+        for (const AlignedToken& token : u.tokens) frames.push_back(token.frames);
+        frames.back() -= u.frames - seen;  // the frames past the model's multiple of n_sqz
+        const torch::Tensor durations = torch::tensor(frames, torch::kInt64);
         path = run_attn ? outputs[0].attn[b].slice(0, 0, tokens).slice(1, 0, seen)
                         : models::generate_path(durations.unsqueeze(0), torch::ones({1, tokens, seen}))[0];
       }

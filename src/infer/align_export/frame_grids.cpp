@@ -38,23 +38,24 @@ torch::Tensor per_utterance_mle(const models::GlowTTSOutput& out) {
   return (terms / elements + 0.5 * std::log(2 * M_PI)).to(torch::kCPU, torch::kFloat64);
 }
 
-// One utterance's tokens with their MAS durations (`durations`: [T_max] int64, CPU), the frames
-// past the model's multiple of n_sqz on the last token (aligner.h), so they sum to mel_frames.
-UtteranceAlignment utterance_alignment(const data::DatasetItem& item, const text::TextProcessor& tp,
-                                       const torch::Tensor& durations, int64_t model_frames, int64_t mel_frames) {
+// One utterance's tokens, their frames still 0 (set_durations gives them).
+UtteranceAlignment utterance_tokens(const data::DatasetItem& item, const text::TextProcessor& tp) {
   UtteranceAlignment u;
   u.id = item.utterance.id;
   u.cleaned_text = tp.clean(item.utterance.text);
   u.token_ids = item.text;
-  u.frames = mel_frames;
   const int64_t space_id = tp.id_of(" ");
-  const auto dur = durations.accessor<int64_t, 1>();
-  for (size_t t = 0; t < item.text.size(); ++t) {
-    const int64_t id = item.text[t];
-    u.tokens.push_back({tp.symbol(id), tp.spoken(id), id == space_id, dur[static_cast<int64_t>(t)]});
-  }
-  u.tokens.back().frames += mel_frames - model_frames;
+  for (const int64_t id : item.text) u.tokens.push_back({tp.symbol(id), tp.spoken(id), id == space_id, 0});
   return u;
+}
+
+// A run's MAS durations on u's tokens (`durations`: [T_max] int64, CPU), the frames past the
+// model's multiple of n_sqz on the last token (aligner.h), so they sum to mel_frames.
+void set_durations(UtteranceAlignment& u, const torch::Tensor& durations, int64_t model_frames, int64_t mel_frames) {
+  const auto dur = durations.accessor<int64_t, 1>();
+  for (size_t t = 0; t < u.tokens.size(); ++t) u.tokens[t].frames = dur[static_cast<int64_t>(t)];
+  u.tokens.back().frames += mel_frames - model_frames;
+  u.frames = mel_frames;
 }
 
 // The grid of config c: its frame timing and the word tier's rules in its frames.
@@ -126,17 +127,18 @@ GridOutputs run_models(FrameGrid& grid, const data::Batch& host_batch, const tor
 std::optional<CombinedAlignment> combined_alignment(const std::string& id, const std::vector<FrameGrid>& grids,
                                                     const std::vector<GridOutputs>& outputs,
                                                     const text::TextProcessor& tp, double min_pause_s) {
-  const auto utterance_of = [&](size_t g, const torch::Tensor& durations, int64_t b) {
-    const data::DatasetItem& item = grids[g].dataset->item(grids[g].index_of.at(id));
-    const int64_t seen = outputs[g].model_frames[b].item<int64_t>();
-    return utterance_alignment(item, tp, durations[b], seen, outputs[g].mel_lengths[b].item<int64_t>());
+  // Every grid holds the same tokens (one text front-end): they are cleaned and split once.
+  UtteranceAlignment u = utterance_tokens(grids[0].dataset->item(grids[0].index_of.at(id)), tp);
+  const std::vector<std::string> labels = words_of(u.cleaned_text);
+  const auto set_run = [&](size_t g, const torch::Tensor& durations, int64_t b) {
+    set_durations(u, durations[b], outputs[g].model_frames[b].item<int64_t>(), outputs[g].mel_lengths[b].item<int64_t>());
   };
-  const int64_t b0 = outputs[0].row_of.at(id);
   CombinedAlignment a;
   if (grids.size() == 1) {  // its runs' durations are their median already
-    a.utterance = utterance_of(0, outputs[0].durations.front(), b0);
-    a.words = word_intervals(a.utterance.tokens, words_of(a.utterance.cleaned_text), grids[0].spans);
-    a.grid = alignment_textgrid(a.utterance, a.words, grids[0].timing, grids[0].silence_edge_s);
+    set_run(0, outputs[0].durations.front(), outputs[0].row_of.at(id));
+    a.utterance = u;
+    a.words = word_intervals(u.tokens, labels, grids[0].spans);
+    a.grid = alignment_textgrid(u, a.words, grids[0].timing, grids[0].silence_edge_s);
     return a;
   }
   std::vector<TextGridTier> word_tiers, token_tiers;
@@ -144,8 +146,8 @@ std::optional<CombinedAlignment> combined_alignment(const std::string& id, const
     const auto row = outputs[g].row_of.find(id);
     if (row == outputs[g].row_of.end()) return std::nullopt;
     for (const torch::Tensor& durations : outputs[g].durations) {
-      const UtteranceAlignment u = utterance_of(g, durations, row->second);
-      const WordIntervals words = word_intervals(u.tokens, words_of(u.cleaned_text), grids[g].spans);
+      set_run(g, durations, row->second);
+      const WordIntervals words = word_intervals(u.tokens, labels, grids[g].spans);
       TextGrid run = alignment_textgrid(u, words, grids[g].timing, grids[g].silence_edge_s);
       word_tiers.push_back(std::move(run.tiers.at(0)));
       token_tiers.push_back(std::move(run.tiers.at(1)));
