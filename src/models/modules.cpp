@@ -378,7 +378,7 @@ std::pair<torch::Tensor, torch::Tensor> ActNormImpl::forward(const torch::Tensor
     initialize(x, x_mask);
     initialized_ = true;
   }
-  if (reverse) return {(x - bias) * torch::exp(-logs) * x_mask, torch::Tensor()};
+  if (reverse) return {actnorm_reverse(x, logs, bias, x_mask), torch::Tensor()};
   auto y = actnorm_affine(x, logs, bias, x_mask);
   if (frame_log_det_deferred_) return {y, torch::Tensor()};  // the decoder adds it (FrameLogDets)
   return {y, logs.sum() * x_mask.sum({1, 2})};
@@ -496,6 +496,7 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
     }
     out = conv_over_time(h, end->weight, end->bias).squeeze(2);
   }
+  if (reverse && !sigmoid_scale_) return {coupling_reverse(x, out, x_mask), torch::Tensor()};
   const auto m_and_logs = out.split(half, 1);
   const auto& m = m_and_logs[0];
   auto logs = m_and_logs[1];

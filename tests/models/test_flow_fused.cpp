@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/flow_fused.h"
+#include "models/flow_reverse_cpu.h"
 
 namespace monoflow::models {
 namespace {
@@ -79,6 +80,71 @@ TEST(FlowFused, CpuInvConvMixesGroupsOfFour) {
   swap[0][1] = swap[1][0] = swap[2][2] = swap[3][3] = 1.0f;
   auto z = invconv_mix(x, swap, torch::ones({1, 1, 1}));
   EXPECT_TRUE(torch::equal(z.flatten(), torch::tensor({1.0f, 0.0f, 3.0f, 2.0f, 4.0f, 5.0f, 6.0f, 7.0f})));
+}
+
+// CPU inference (no gradient recorded) takes flow_reverse_cpu.h's one-pass kernels, called here
+// by name; a batch whose second item is padded from frame 23 on, 37 frames (not a multiple of
+// the 8 lanes).
+struct CpuFlowInput {
+  torch::Tensor x, mask;
+};
+CpuFlowInput cpu_flow_input(int64_t c) {
+  torch::manual_seed(7);
+  return {torch::randn({2, c, 37}), mask_of({37, 23}, 37)};
+}
+
+TEST(FlowFused, CpuInferenceActNormReverseEqualsTheReferenceToTheBit) {
+  const auto in = cpu_flow_input(12);
+  const auto logs = torch::randn({1, 12, 1}) * 0.5, bias = torch::randn({1, 12, 1});
+  torch::NoGradGuard no_grad;
+  ASSERT_TRUE(cpu::flow_reverse_applies(in.x, in.mask));
+  const auto fused = cpu::actnorm_reverse(in.x, logs, bias, in.mask);
+  EXPECT_TRUE(torch::equal(fused, actnorm_reverse_reference(in.x, logs, bias, in.mask)));
+  // and it undoes the forward map on the frames the mask keeps
+  const auto back = actnorm_reverse(actnorm_affine(in.x, logs, bias, in.mask), logs, bias, in.mask);
+  EXPECT_LT(max_abs_diff(back, in.x * in.mask), 1e-5);
+  EXPECT_EQ(fused.slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f);
+}
+
+TEST(FlowFused, CpuInferenceInvConvEqualsTheReferenceForGroupsOfFourAndEight) {
+  for (const int64_t n : {4, 8}) {
+    const auto in = cpu_flow_input(16);
+    const auto w = torch::randn({n, n});
+    torch::NoGradGuard no_grad;
+    const auto fused = cpu::invconv_mix(in.x, w, in.mask);
+    const auto reference = invconv_mix_reference(in.x, w, in.mask);
+    EXPECT_LT(max_abs_diff(fused, reference), 1e-5 * reference.abs().max().item<double>()) << "n = " << n;
+    EXPECT_EQ(fused.slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f) << "n = " << n;
+    // the inverse weight's mixing undoes it
+    const auto back = cpu::invconv_mix(fused, torch::inverse(w.to(torch::kDouble)).to(torch::kFloat), in.mask);
+    EXPECT_LT(max_abs_diff(back, in.x * in.mask), 1e-4) << "n = " << n;
+  }
+}
+
+TEST(FlowFused, CpuInferenceCouplingReverseEqualsTheReferenceAndUndoesTheForward) {
+  const auto in = cpu_flow_input(10);
+  const auto out = torch::randn({2, 10, 37}), bias = torch::randn({10}) * 0.3;
+  torch::NoGradGuard no_grad;
+  const auto m_and_logs = out + bias.view({1, -1, 1});
+  const auto fused = cpu::coupling_reverse(in.x, m_and_logs, in.mask);
+  const auto reference = coupling_reverse_reference(in.x, m_and_logs, in.mask);
+  EXPECT_TRUE(torch::equal(fused.slice(1, 0, 5), in.x.slice(1, 0, 5)));  // x_0 passes through
+  EXPECT_LT(max_abs_diff(fused, reference), 1e-6 * reference.abs().max().item<double>());
+  const auto z = coupling_affine(in.x, out, bias, in.mask).first;
+  const auto back = cpu::coupling_reverse(z, m_and_logs, in.mask);
+  EXPECT_LT(max_abs_diff(back.slice(1, 5), (in.x * in.mask).slice(1, 5)), 1e-5);
+}
+
+TEST(FlowFused, CpuKernelsServeInferenceOnlyAndGradientsStillFlowThroughTheReverseOps) {
+  const auto in = cpu_flow_input(8);
+  EXPECT_FALSE(cpu::flow_reverse_applies(in.x, in.mask));  // autograd on: the references
+  EXPECT_FALSE(cpu::flow_reverse_applies(in.x.to(torch::kDouble), in.mask));
+  auto logs = (torch::randn({1, 8, 1}) * 0.5).requires_grad_();
+  actnorm_reverse(in.x, logs, torch::zeros({1, 8, 1}), in.mask).sum().backward();
+  EXPECT_GT(logs.grad().abs().sum().item<float>(), 0.0f);
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(cpu::flow_reverse_applies(in.x, in.mask));
+  EXPECT_FALSE(cpu::flow_reverse_applies(in.x, in.mask.squeeze(1)));
 }
 
 TEST(FlowFusedCuda, InvConvMatchesTheReferenceForwardAndBackward) {

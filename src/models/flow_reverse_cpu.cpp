@@ -1,0 +1,153 @@
+#include "models/flow_reverse_cpu.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "models/simd_math.h"
+
+namespace monoflow::models::cpu {
+
+namespace {
+
+// Rows per task: enough values that a task outweighs its scheduling.
+int64_t grain(int64_t frames) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(frames, 1)); }
+
+void check(const torch::Tensor& x, const torch::Tensor& x_mask, const char* what) {
+  TORCH_CHECK(flow_reverse_applies(x, x_mask), what, ": expected float32 CPU x [B, C, T] and x_mask [B, 1, T] outside "
+              "autograd, got ", x.sizes(), " and ", x_mask.sizes());
+}
+
+// o[i] = (x[i] - m[i]) * exp(-l[i]) * mask[i] for i in [begin, end).
+void coupling_row_scalar(const float* x, const float* m, const float* l, const float* mask, float* o, int64_t begin,
+                         int64_t end) {
+  for (int64_t i = begin; i < end; ++i) o[i] = (x[i] - m[i]) * std::exp(-l[i]) * mask[i];
+}
+
+#ifdef MONOFLOW_SIMD_X86
+MONOFLOW_AVX2 int64_t coupling_row_avx2(const float* x, const float* m, const float* l, const float* mask, float* o,
+                                        int64_t n) {
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 scale = simd::exp_avx2(_mm256_sub_ps(zero, _mm256_loadu_ps(l + i)));
+    const __m256 shifted = _mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(m + i));
+    _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_mul_ps(shifted, scale), _mm256_loadu_ps(mask + i)));
+  }
+  return i;
+}
+#endif
+
+}  // namespace
+
+bool flow_reverse_applies(const torch::Tensor& x, const torch::Tensor& x_mask) {
+  return !torch::GradMode::is_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat && x.dim() == 3 &&
+         x_mask.device().is_cpu() && x_mask.scalar_type() == torch::kFloat && x_mask.dim() == 3 &&
+         x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2);
+}
+
+torch::Tensor actnorm_reverse(const torch::Tensor& x_in, const torch::Tensor& logs, const torch::Tensor& bias,
+                              const torch::Tensor& x_mask_in) {
+  check(x_in, x_mask_in, "actnorm_reverse");
+  const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
+  const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2);
+  TORCH_CHECK(logs.numel() == channels && bias.numel() == channels, "actnorm_reverse: logs and bias need ", channels,
+              " values");
+  // exp(-logs) by torch, as the reference computes it: the same scale to the bit.
+  const torch::Tensor scale = torch::exp(-logs).to(torch::kFloat).contiguous().view({channels});
+  const torch::Tensor shift = bias.to(torch::kFloat).contiguous().view({channels});
+  torch::Tensor out = torch::empty_like(x);
+  const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
+  const float *ps = scale.data_ptr<float>(), *pb = shift.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  at::parallel_for(0, batch * channels, grain(frames), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t c = r % channels;
+      const float s = ps[c], b = pb[c];
+      const float* xr = px + r * frames;
+      const float* mr = pm + (r / channels) * frames;
+      float* orow = po + r * frames;
+      for (int64_t t = 0; t < frames; ++t) orow[t] = (xr[t] - b) * s * mr[t];
+    }
+  });
+  return out;
+}
+
+torch::Tensor invconv_mix(const torch::Tensor& x_in, const torch::Tensor& weight, const torch::Tensor& x_mask_in) {
+  check(x_in, x_mask_in, "invconv_mix");
+  const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
+  const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2), n = weight.size(0);
+  TORCH_CHECK(weight.dim() == 2 && weight.size(1) == n && n % 2 == 0 && channels % n == 0,
+              "invconv_mix: weight [n, n] with n even and dividing ", channels, ", got ", weight.sizes());
+  const torch::Tensor w = weight.to(torch::kFloat).contiguous();
+  const int64_t groups = channels / n, half = n / 2;
+  // The official view: mixing index k = a * n/2 + j of group g is channel a * C/2 + g * n/2 + j.
+  std::vector<int64_t> offset(static_cast<size_t>(groups * n));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t k = 0; k < n; ++k) offset[g * n + k] = ((k / half) * (channels / 2) + g * half + k % half) * frames;
+  }
+  torch::Tensor out = torch::empty_like(x);
+  const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>(), *pw = w.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  at::parallel_for(0, batch * groups, grain(frames * n), [&](int64_t begin, int64_t end) {
+    std::vector<const float*> in(n);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / groups, g = task % groups;
+      const float* mr = pm + b * frames;
+      for (int64_t k = 0; k < n; ++k) in[k] = px + b * channels * frames + offset[g * n + k];
+      // Row by row (n + 1 short passes in L1), which the compiler vectorizes over time.
+      for (int64_t k = 0; k < n; ++k) {
+        float* orow = po + b * channels * frames + offset[g * n + k];
+        const float* wk = pw + k * n;
+        const float* x0 = in[0];
+        for (int64_t t = 0; t < frames; ++t) orow[t] = wk[0] * x0[t];
+        for (int64_t j = 1; j < n; ++j) {
+          const float wj = wk[j];
+          const float* xj = in[j];
+          for (int64_t t = 0; t < frames; ++t) orow[t] += wj * xj[t];
+        }
+        for (int64_t t = 0; t < frames; ++t) orow[t] *= mr[t];
+      }
+    }
+  });
+  return out;
+}
+
+torch::Tensor coupling_reverse(const torch::Tensor& x_in, const torch::Tensor& m_and_logs_in,
+                               const torch::Tensor& x_mask_in) {
+  check(x_in, x_mask_in, "coupling_reverse");
+  const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
+  const torch::Tensor ml = m_and_logs_in.to(torch::kFloat).contiguous();
+  TORCH_CHECK(ml.sizes() == x.sizes() && x.size(1) % 2 == 0, "coupling_reverse: m_and_logs ", ml.sizes(),
+              " must match x ", x.sizes(), " (an even channel count)");
+  const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2), half = channels / 2;
+  torch::Tensor out = torch::empty_like(x);
+  const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  // Row r of an item: x_0's rows are copied, x_1's (r >= half) transformed.
+  at::parallel_for(0, batch * channels, grain(frames), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / channels, c = r % channels;
+      const float* xr = px + r * frames;
+      float* orow = po + r * frames;
+      if (c < half) {
+        std::memcpy(orow, xr, static_cast<size_t>(frames) * sizeof(float));
+        continue;
+      }
+      const float* m = pml + (b * channels + c - half) * frames;
+      const float* l = pml + r * frames;
+      const float* mask = pm + b * frames;
+      int64_t done = 0;
+#ifdef MONOFLOW_SIMD_X86
+      if (simd::cpu_has_avx2_fma()) done = coupling_row_avx2(xr, m, l, mask, orow, frames);
+#endif
+      coupling_row_scalar(xr, m, l, mask, orow, done, frames);
+    }
+  });
+  return out;
+}
+
+}  // namespace monoflow::models::cpu
