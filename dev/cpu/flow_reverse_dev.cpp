@@ -8,29 +8,17 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "common/host_memory.h"
+#include "median_ms.h"
 #include "models/flow_fused.h"
 #include "models/flow_reverse_cpu.h"
 
 namespace {
-
-double median_ms(int reps, const std::function<void()>& f) {
-  for (int i = 0; i < 5; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 double relative_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
@@ -77,7 +65,7 @@ int main(int argc, char** argv) {
   std::printf("%lld channels, %lld frames, %d threads: median ms (reference / one pass)\n",
               static_cast<long long>(channels), static_cast<long long>(frames), torch::get_num_threads());
   for (const auto& row : rows) {
-    const double r = median_ms(reps, row.reference), f = median_ms(reps, row.fused);
+    const double r = median_ms(reps, row.reference, 5), f = median_ms(reps, row.fused, 5);
     reference_sum += r;
     fused_sum += f;
     std::printf("  %-17s %.4f / %.4f  (%.1fx)\n", row.name, r, f, r / f);

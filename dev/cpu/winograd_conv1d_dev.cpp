@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -16,24 +15,9 @@
 #include <vector>
 
 #include "common/host_memory.h"
+#include "median_ms.h"
 #include "models/winograd_conv1d.h"
 #include "models/wn_fused.h"
-
-namespace {
-
-double median_ms(int reps, const std::function<void()>& f) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int64_t frames = 900, channels = 192;
