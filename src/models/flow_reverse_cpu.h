@@ -1,7 +1,7 @@
 // The decoder flows' reverse transforms for CPU inference, each one pass over the activations:
 // ActNorm's and the coupling's affine maps and InvConvNear's channel mixing. The composite ops
 // (flow_fused.h's references) take 3 to 7 passes each with a temporary per op: at batch 1 and
-// 1,800 frames 0.59 ms a flow on one core, against 0.18 here (dev/cpu/flow_reverse_dev;
+// 1,800 frames 0.58 ms a flow on one core, against 0.14 here (dev/cpu/flow_reverse_dev;
 // docs/benchmarks.md, "Inference", "On the CPU"). Float32, no autograd; the references stay what
 // training and the GPU run. tests/models/test_flow_fused.cpp holds them to each other.
 #pragma once
