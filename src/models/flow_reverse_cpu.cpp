@@ -28,6 +28,7 @@ void coupling_row_scalar(const float* x, const float* m, const float* l, const f
 }
 
 #ifdef MONOFLOW_SIMD_X86
+// The same over eight values at a time; returns how many it did.
 MONOFLOW_AVX2 int64_t coupling_row_avx2(const float* x, const float* m, const float* l, const float* mask, float* o,
                                         int64_t n) {
   const __m256 zero = _mm256_setzero_ps();
@@ -46,7 +47,9 @@ void mix_four_scalar(const float* const* x, const float* w, const float* mask, f
                      int64_t end) {
   for (int64_t t = begin; t < end; ++t) {
     const float a = x[0][t], b = x[1][t], c = x[2][t], d = x[3][t];
-    for (int k = 0; k < 4; ++k) o[k][t] = (w[4 * k] * a + w[4 * k + 1] * b + w[4 * k + 2] * c + w[4 * k + 3] * d) * mask[t];
+    for (int k = 0; k < 4; ++k) {
+      o[k][t] = (w[4 * k] * a + w[4 * k + 1] * b + w[4 * k + 2] * c + w[4 * k + 3] * d) * mask[t];
+    }
   }
 }
 
