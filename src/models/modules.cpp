@@ -496,15 +496,11 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
     }
     out = conv_over_time(h, end->weight, end->bias).squeeze(2);
   }
-  if (reverse && !sigmoid_scale_) return {coupling_reverse(x, out, x_mask), torch::Tensor()};
   const auto m_and_logs = out.split(half, 1);
   const auto& m = m_and_logs[0];
   auto logs = m_and_logs[1];
   if (sigmoid_scale_) logs = torch::log(1e-6 + torch::sigmoid(logs + 2));
-  if (reverse) {
-    auto z_1 = (x_1 - m) * torch::exp(-logs) * x_mask;
-    return {torch::cat({x_0, z_1}, 1), torch::Tensor()};
-  }
+  if (reverse) return {coupling_reverse(x, sigmoid_scale_ ? torch::cat({m, logs}, 1) : out, x_mask), torch::Tensor()};
   auto z_1 = (m + torch::exp(logs) * x_1) * x_mask;
   return {torch::cat({x_0, z_1}, 1), (logs * x_mask).sum({1, 2})};
 }

@@ -82,6 +82,8 @@ TEST_F(FlowsTest, EachFlowInvertsToTolerance) {
     auto [x2, none] = f->forward(z, mask, gg, true);
     EXPECT_FALSE(none.defined());
     EXPECT_LT(max_abs_diff(x2, x), 1e-5) << name;
+    torch::NoGradGuard no_grad;  // CPU inference: the reverse maps of flow_reverse_cpu.h
+    EXPECT_LT(max_abs_diff(f->forward(z.detach(), mask, gg, true).first, x), 1e-5) << name << ", no gradient recorded";
   }
 }
 
