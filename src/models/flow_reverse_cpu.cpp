@@ -7,14 +7,12 @@
 #include <cstring>
 #include <vector>
 
+#include "models/cpu_rows.h"
 #include "models/simd_math.h"
 
 namespace monoflow::models::cpu {
 
 namespace {
-
-// Rows per task: enough values that a task outweighs its scheduling.
-int64_t grain(int64_t frames) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(frames, 1)); }
 
 void check(const torch::Tensor& x, const torch::Tensor& x_mask, const char* what) {
   TORCH_CHECK(flow_reverse_applies(x, x_mask), what, ": expected float32 CPU x [B, C, T] and x_mask [B, 1, T] outside "
@@ -97,7 +95,7 @@ torch::Tensor actnorm_reverse(const torch::Tensor& x_in, const torch::Tensor& lo
   const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
   const float *ps = scale.data_ptr<float>(), *pb = shift.data_ptr<float>();
   float* po = out.data_ptr<float>();
-  at::parallel_for(0, batch * channels, grain(frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t c = r % channels;
       const float s = ps[c], b = pb[c];
@@ -126,7 +124,7 @@ torch::Tensor invconv_mix(const torch::Tensor& x_in, const torch::Tensor& weight
   torch::Tensor out = torch::empty_like(x);
   const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>(), *pw = w.data_ptr<float>();
   float* po = out.data_ptr<float>();
-  at::parallel_for(0, batch * groups, grain(frames * n), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * groups, rows_per_task(frames * n), [&](int64_t begin, int64_t end) {
     std::vector<const float*> in(n);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / groups, g = task % groups;
@@ -172,7 +170,7 @@ torch::Tensor coupling_reverse(const torch::Tensor& x_in, const torch::Tensor& m
   const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
   float* po = out.data_ptr<float>();
   // Row r of an item: x_0's rows are copied, x_1's (r >= half) transformed.
-  at::parallel_for(0, batch * channels, grain(frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / channels, c = r % channels;
       const float* xr = px + r * frames;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/cpu_rows.h"
 #include "models/simd_math.h"
 
 namespace monoflow::models {
@@ -61,9 +62,6 @@ MONOFLOW_AVX2 int64_t backward_avx2(const float* a, const float* b, const float*
 }
 #endif
 
-// Rows per task: enough values that a task outweighs its scheduling.
-int64_t grain(int64_t frames) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(frames, 1)); }
-
 torch::Tensor gate_forward(const torch::Tensor& x_in) {
   const torch::Tensor x = x_in.contiguous();
   const Rows rows = Rows::of(x);
@@ -72,7 +70,7 @@ torch::Tensor gate_forward(const torch::Tensor& x_in) {
   torch::Tensor out = torch::empty(sizes, x.options());
   const float* px = x.data_ptr<float>();
   float* po = out.data_ptr<float>();
-  at::parallel_for(0, rows.count(x), grain(rows.frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows.count(x), rows_per_task(rows.frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* a = px + rows.input(r);
       float* o = po + rows.output(r);
@@ -93,7 +91,7 @@ torch::Tensor gate_backward(const torch::Tensor& x, const torch::Tensor& grad_in
   const float* px = x.data_ptr<float>();
   const float* pg = g.data_ptr<float>();
   float* pgx = grad_x.data_ptr<float>();
-  at::parallel_for(0, rows.count(x), grain(rows.frames), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows.count(x), rows_per_task(rows.frames), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float* a = px + rows.input(r);
       const float* gr = pg + rows.output(r);
