@@ -1,6 +1,7 @@
 #include "infer/align_export/frame_grids.h"
 
 #include <cmath>
+#include <utility>
 
 #include "common/error.h"
 #include "infer/align_export/ensemble.h"
@@ -136,9 +137,9 @@ std::optional<CombinedAlignment> combined_alignment(const std::string& id, const
   CombinedAlignment a;
   if (grids.size() == 1) {  // its runs' durations are their median already
     set_run(0, outputs[0].durations.front(), outputs[0].row_of.at(id));
-    a.utterance = u;
-    a.words = word_intervals(u.tokens, labels, grids[0].spans);
-    a.grid = alignment_textgrid(u, a.words, grids[0].timing, grids[0].silence_edge_s);
+    a.utterance = std::move(u);
+    a.words = word_intervals(a.utterance.tokens, labels, grids[0].spans);
+    a.grid = alignment_textgrid(a.utterance, a.words, grids[0].timing, grids[0].silence_edge_s);
     return a;
   }
   std::vector<TextGridTier> word_tiers, token_tiers;
