@@ -54,6 +54,27 @@ torch::Tensor bias_grad(const torch::Tensor& grad, bool channels_last, torch::Sc
   return channel_sums_channels_last(grad, dtype);
 }
 
+// The buffers of a bias gradient that a backward kernel sums as it writes the gradient
+// (kernels/wn_kernels.h): grad_bias float [C] and, for more than one block of rows, the blocks'
+// partial rows. Undefined where the kernel does not sum it.
+struct BiasSums {
+  torch::Tensor partials, grad_bias;
+  float* partials_ptr() const { return partials.defined() ? partials.data_ptr<float>() : nullptr; }
+  float* grad_bias_ptr() const { return grad_bias.defined() ? grad_bias.data_ptr<float>() : nullptr; }
+};
+
+BiasSums bias_sums(int64_t rows, int64_t channels, const torch::TensorOptions& like) {
+  const auto f32 = like.dtype(torch::kFloat);
+  const int64_t blocks = kernels::bias_sum_blocks(rows);
+  return {blocks > 1 ? torch::empty({blocks, channels}, f32) : torch::Tensor(), torch::empty({channels}, f32)};
+}
+
+// The bias's gradient in its dtype: the kernel's sums where it summed, else grad's channel sums.
+torch::Tensor bias_grad_of(const BiasSums& sums, const torch::Tensor& grad, bool channels_last,
+                           torch::ScalarType dtype) {
+  return sums.grad_bias.defined() ? sums.grad_bias.to(dtype) : bias_grad(grad, channels_last, dtype);
+}
+
 class GatedActivation : public torch::autograd::Function<GatedActivation> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& bias,
@@ -95,18 +116,24 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     const kernels::PhiloxDropout dropout = saved_dropout(ctx);
     const torch::Tensor grad_acts = in_layout(grads[0].to(x.scalar_type()), g.channels_last);
     auto grad_in = empty_in_layout(x.size(0), 2 * h, x.size(2), x.options(), g.channels_last);
+    BiasSums sums;
     dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
+      if (has_bias(b) && kernels::gate_backward_sums_bias<T>(g.outer, h * g.inner, g.inner, x.data_ptr(),
+                                                             grad_acts.data_ptr(), grad_in.data_ptr())) {
+        sums = bias_sums(g.outer, 2 * h, x.options());
+      }
       check_launch(kernels::launch_tanh_sigmoid_gate_backward<T>(
                        data_as<T>(x), bias_ptr(b), data_as<T>(grad_acts),
                        keep_record.numel() > 0 ? keep_record.data_ptr<uint8_t>() : nullptr, data_as<T>(grad_in),
-                       g.outer, h * g.inner, g.inner, dropout, at::cuda::getCurrentCUDAStream()),
+                       sums.partials_ptr(), sums.grad_bias_ptr(), g.outer, h * g.inner, g.inner, dropout,
+                       at::cuda::getCurrentCUDAStream()),
                    "gated_activation backward");
     });
     torch::Tensor grad_bias;
     if (has_bias(b)) {
-      grad_bias = bias_grad(grad_in, g.channels_last,
-                            static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt()));
+      grad_bias = bias_grad_of(sums, grad_in, g.channels_last,
+                               static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt()));
     }
     return {grad_in, grad_bias, torch::Tensor()};
   }
@@ -167,19 +194,27 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     auto grad_res_skip = empty_in_layout(b, 2 * h, t, f32.dtype(res_dtype), channels_last);
     const bool has_low = grads.size() > 2 && grads[2].defined() && grads[2].numel() > 0;
     const torch::Tensor grad_x_low = has_low ? in_layout(grads[2].to(res_dtype), channels_last) : torch::Tensor();
+    const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    BiasSums sums;
     dispatch_kernel_dtype(res_dtype, "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_residual_skip_backward<R>(grad_x_out.defined() ? data_as<float>(grad_x_out) : nullptr,
-                                                      data_as<float>(grad_skip_out),
-                                                      has_low ? data_as<R>(grad_x_low) : nullptr,
-                                                      data_as<float>(mask), data_as<float>(grad_x), data_as<R>(grad_res_skip),
-                                                      g.outer, h * g.inner, g.inner,
-                                                      at::cuda::getCurrentCUDAStream()),
-            "residual_skip backward");
+      const float* gx_out = grad_x_out.defined() ? data_as<float>(grad_x_out) : nullptr;
+      const R* gx_low = has_low ? data_as<R>(grad_x_low) : nullptr;
+      if (bias_dtype != c10::ScalarType::Undefined &&
+          kernels::residual_skip_backward_sums_bias<R>(g.outer, h * g.inner, g.inner, gx_out,
+                                                       data_as<float>(grad_skip_out), gx_low, data_as<float>(grad_x),
+                                                       data_as<R>(grad_res_skip))) {
+        sums = bias_sums(g.outer, 2 * h, f32);
+      }
+      check_launch(kernels::launch_residual_skip_backward<R>(gx_out, data_as<float>(grad_skip_out), gx_low,
+                                                             data_as<float>(mask), data_as<float>(grad_x),
+                                                             data_as<R>(grad_res_skip), sums.partials_ptr(),
+                                                             sums.grad_bias_ptr(), g.outer, h * g.inner, g.inner,
+                                                             at::cuda::getCurrentCUDAStream()),
+                   "residual_skip backward");
     });
     torch::Tensor grad_bias;
-    const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
-    if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad(grad_res_skip, channels_last, bias_dtype);
+    if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad_of(sums, grad_res_skip, channels_last, bias_dtype);
     return {grad_x, grad_skip_out, grad_res_skip, grad_bias, torch::Tensor(), torch::Tensor()};
   }
 };

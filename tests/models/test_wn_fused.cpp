@@ -277,6 +277,57 @@ TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
   }
 }
 
+// Per-column sums of a [B, C, T] gradient, and of its absolute values, in float64.
+std::pair<torch::Tensor, torch::Tensor> channel_sums(const torch::Tensor& grad) {
+  const auto g = grad.detach().cpu().to(torch::kDouble);
+  return {g.sum(at::IntArrayRef{0, 2}), g.abs().sum(at::IntArrayRef{0, 2})};
+}
+
+// With channels-last rows the backward kernels sum the bias's gradient as they write the input's
+// (the residual update in every dtype, the gate in float; blocks of 16 rows; 3 x 101 = 303 rows:
+// 19 blocks, the last one short; one block at T = 5), bf16's gate by a second pass over its
+// rounded gradient: either way within one rounding of the column's absolute sum of the gradient
+// (float: a few ulp of that sum), with dropout too, and the same bits on a second backward.
+TEST_F(WnFusedCuda, BackwardKernelsSumTheBiasGradientOfTheirRows) {
+  torch::manual_seed(8);
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (const int64_t t : {101, 5}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + " T=" + std::to_string(t));
+      const double rounding = dtype == torch::kFloat ? 1e-6 : std::ldexp(1.0, -8);
+      const auto f32 = cuda_float();
+      auto x = randn_in(3, 2 * 192, t, /*channels_last=*/true, f32.dtype(dtype)).requires_grad_(true);
+      auto bias = (torch::randn({2 * 192}, f32) * 0.5).requires_grad_(true);
+      auto grad = randn_in(3, 192, t, true, f32.dtype(dtype));
+      std::vector<torch::Tensor> bias_grads;
+      for (int run = 0; run < 2; ++run) {
+        torch::manual_seed(9);  // the same dropout mask both times
+        x.mutable_grad() = torch::Tensor();
+        bias.mutable_grad() = torch::Tensor();
+        gated_activation(x, bias, /*dropout_p=*/0.2, /*training=*/true).backward(grad);
+        bias_grads.push_back(bias.grad().clone());
+      }
+      EXPECT_EQ(bias_grads[0].scalar_type(), torch::kFloat);
+      const auto [want, abs_sum] = channel_sums(x.grad());
+      const auto error = (bias_grads[0].cpu().to(torch::kDouble) - want).abs();
+      EXPECT_TRUE((error <= rounding * abs_sum + 1e-6).all().item<bool>()) << (error / abs_sum).max().item<double>();
+      EXPECT_TRUE(torch::equal(bias_grads[0], bias_grads[1]));
+
+      // The residual and skip update: its bias's gradient is the column sums of res_skip's.
+      auto xs = randn_in(3, 192, t, true, f32), skip = randn_in(3, 192, t, true, f32);
+      auto res_skip = randn_in(3, 2 * 192, t, true, f32.dtype(dtype)).requires_grad_(true);
+      auto rs_bias = torch::randn({2 * 192}, f32).requires_grad_(true);
+      std::vector<int64_t> lengths{t, t / 2 + 1, t};
+      const auto mask = mask_of(lengths, t, torch::kCUDA);
+      auto out = residual_skip(xs, skip, res_skip, rs_bias, mask);
+      torch::autograd::backward({out.x, out.skip}, {randn_in(3, 192, t, true, f32), randn_in(3, 192, t, true, f32)});
+      const auto [rs_want, rs_abs] = channel_sums(res_skip.grad());
+      const auto rs_error = (rs_bias.grad().cpu().to(torch::kDouble) - rs_want).abs();
+      EXPECT_TRUE((rs_error <= rounding * rs_abs + 1e-6).all().item<bool>()) << (rs_error / rs_abs).max().item<double>();
+      EXPECT_GT(rs_abs.min().item<double>(), 0.0);
+    }
+  }
+}
+
 TEST_F(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
   at::globalContext().setAllowTF32CuDNN(false);
   torch::manual_seed(5);

@@ -98,14 +98,16 @@ cudaError_t launch(const T* rows, int64_t n, int64_t c, float* partials, float* 
   const size_t shared = sizeof(float) * lanes_for(c, V).rows * c;
   column_partials<T, V><<<static_cast<unsigned>(blocks), kThreads, shared, stream>>>(rows, n, c,
                                                                                    blocks == 1 ? out : partials);
-  if (blocks > 1) {
-    column_finish<<<static_cast<unsigned>((c + 31) / 32), dim3(32, kFinishGroups), 0, stream>>>(partials, blocks, c,
-                                                                                                out);
-  }
+  if (blocks > 1) return launch_column_finish(partials, blocks, c, out, stream);
   return cudaGetLastError();
 }
 
 }  // namespace
+
+cudaError_t launch_column_finish(const float* partials, int64_t blocks, int64_t c, float* out, cudaStream_t stream) {
+  column_finish<<<static_cast<unsigned>((c + 31) / 32), dim3(32, kFinishGroups), 0, stream>>>(partials, blocks, c, out);
+  return cudaGetLastError();
+}
 
 template <typename T>
 bool column_sums_packed(int64_t c, const void* rows) {

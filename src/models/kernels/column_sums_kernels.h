@@ -29,4 +29,9 @@ template <typename T>
 cudaError_t launch_column_sums(const T* rows, int64_t n, int64_t c, float* partials, float* out,
                                cudaStream_t stream);
 
+// The second pass alone: out[j] = sum over b of partials[b * c + j], in order, for partial rows
+// that another kernel wrote (the WN backward kernels sum their bias's gradient as they go:
+// wn_kernels.h).
+cudaError_t launch_column_finish(const float* partials, int64_t blocks, int64_t c, float* out, cudaStream_t stream);
+
 }  // namespace monoflow::models::kernels

@@ -31,13 +31,27 @@ cudaError_t launch_tanh_sigmoid_gate_forward(const T* in, const float* bias, T* 
                                              int64_t outer, int64_t span, int64_t inner, PhiloxDropout dropout,
                                              cudaStream_t stream);
 
+// The bias's gradient summed by the backward kernels as they write the gradient (channels-last
+// rows, inner == 1, packed operands; the *_sums_bias predicates say where): each block of
+// kBiasSumRows rows writes one partial row of column sums, in float, before the gradient is
+// rounded to its dtype, and column_sums_kernels.h's second pass adds those rows in order into
+// grad_bias. bias_partials: float [bias_sum_blocks(outer), 2 * span] (may be nullptr where that
+// is one block). The order of the additions depends on the shape only: the same bits every run.
+inline constexpr int64_t kBiasSumRows = 16;
+inline int64_t bias_sum_blocks(int64_t outer) { return (outer + kBiasSumRows - 1) / kBiasSumRows; }
+
 // grad_in [outer, 2 * span] (the gradient of `in`, i.e. before bias and dropout) from
 // grad_acts [outer, span], recomputing the rest from `in`; the dropout mask from forward's
-// keep_record, or drawn again where that is nullptr.
+// keep_record, or drawn again where that is nullptr. With grad_bias (float [2 * span], where
+// gate_backward_sums_bias holds; else nullptr) also the bias's gradient, grad_in's column sums.
+template <typename T>
+bool gate_backward_sums_bias(int64_t outer, int64_t span, int64_t inner, const void* in, const void* grad_acts,
+                             const void* grad_in);
 template <typename T>
 cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, const T* grad_acts,
-                                              const uint8_t* keep_record, T* grad_in, int64_t outer, int64_t span,
-                                              int64_t inner, PhiloxDropout dropout, cudaStream_t stream);
+                                              const uint8_t* keep_record, T* grad_in, float* bias_partials,
+                                              float* grad_bias, int64_t outer, int64_t span, int64_t inner,
+                                              PhiloxDropout dropout, cudaStream_t stream);
 
 // The residual and skip update of WN layers 0..n-2, with res_skip [outer, 2 * span] split into
 // (res, skip) channel halves, plus the res_skip layer's bias (float [2 * C_half] or nullptr),
@@ -52,11 +66,17 @@ cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, 
 
 // Its backward, with g = grad_x_out + grad_x_low (either may be nullptr: zero):
 // grad_x = g * mask, grad_res_skip = [g * mask, grad_skip_out] (the skip sum's own gradient is
-// grad_skip_out itself, so it needs no kernel; the bias's is the column sum of grad_res_skip,
-// a matrix-vector product on the torch side).
+// grad_skip_out itself, so it needs no kernel). With grad_bias (float [2 * span], where
+// residual_skip_backward_sums_bias holds; else nullptr) also the bias's gradient, the column
+// sums of grad_res_skip (kBiasSumRows above); otherwise the torch side sums it.
+template <typename R>
+bool residual_skip_backward_sums_bias(int64_t outer, int64_t span, int64_t inner, const float* grad_x_out,
+                                      const float* grad_skip_out, const R* grad_x_low, const float* grad_x,
+                                      const R* grad_res_skip);
 template <typename R>
 cudaError_t launch_residual_skip_backward(const float* grad_x_out, const float* grad_skip_out, const R* grad_x_low,
-                                          const float* mask, float* grad_x, R* grad_res_skip, int64_t outer,
-                                          int64_t span, int64_t inner, cudaStream_t stream);
+                                          const float* mask, float* grad_x, R* grad_res_skip, float* bias_partials,
+                                          float* grad_bias, int64_t outer, int64_t span, int64_t inner,
+                                          cudaStream_t stream);
 
 }  // namespace monoflow::models::kernels
