@@ -25,18 +25,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "graph_timing.cuh"
 #include "models/kernels/column_sums_kernels.h"
 
 namespace {
-
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    const cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                      \
-    }                                                                                    \
-  } while (0)
 
 __global__ void column_sums_v0(const __nv_bfloat16* rows, int64_t n, int64_t c, float* out) {
   const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -114,33 +106,10 @@ int main(int argc, char** argv) {
       CHECK(cudaMemcpy(got.data(), out, sizeof(float) * c, cudaMemcpyDeviceToHost));
       const double err = max_rel_error(got, want);
       if (!(err < 1e-4)) ok = false;
-      // Timed as the training step runs them: the repeats captured in one CUDA graph, so that
-      // the host's launch rate (~2-3 us a launch) does not set the figure.
-      float ms = 0;
-      if (repeats > 0) {
-        cudaStream_t stream;
-        CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int r = 0; r < repeats; ++r) run(stream);
-        CHECK(cudaStreamEndCapture(stream, &graph));
-        CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-        cudaEvent_t start, stop;
-        CHECK(cudaEventCreate(&start));
-        CHECK(cudaEventCreate(&stop));
-        CHECK(cudaEventRecord(start, stream));
-        CHECK(cudaGraphLaunch(exec, stream));
-        CHECK(cudaEventRecord(stop, stream));
-        CHECK(cudaEventSynchronize(stop));
-        CHECK(cudaEventElapsedTime(&ms, start, stop));
-        CHECK(cudaGraphExecDestroy(exec));
-        CHECK(cudaGraphDestroy(graph));
-        CHECK(cudaStreamDestroy(stream));
-      }
+      // Timed as the training step runs them: the repeats captured in one CUDA graph.
+      const double us = repeats > 0 ? graph_us(repeats, run) : 0.0;
       std::printf("%8lld %6lld %10s %12.2f %12.2e\n", static_cast<long long>(n), static_cast<long long>(c),
-                  version == 0 ? "v0" : "v1", repeats > 0 ? 1000.0 * ms / repeats : 0.0, err);
+                  version == 0 ? "v0" : "v1", us, err);
     }
     CHECK(cudaFree(rows));
     CHECK(cudaFree(partials));

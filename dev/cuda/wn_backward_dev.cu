@@ -25,21 +25,13 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "graph_timing.cuh"
 #include "models/kernels/column_sums_kernels.h"
 #include "models/kernels/wn_kernels.h"
 
 namespace {
 
 namespace k = monoflow::models::kernels;
-
-#define CHECK(call)                                                                                  \
-  do {                                                                                               \
-    const cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                         \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
-      std::exit(2);                                                                                  \
-    }                                                                                                \
-  } while (0)
 
 template <typename T>
 T from_float_host(float v) {
@@ -70,33 +62,6 @@ T* device_copy(const std::vector<T>& v) {
   T* p = device<T>(static_cast<int64_t>(v.size()));
   CHECK(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
   return p;
-}
-
-// Microseconds a call, `repeats` calls captured in one CUDA graph (the training step's way).
-template <typename F>
-double graph_us(int repeats, F&& run) {
-  cudaStream_t stream;
-  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int r = 0; r < repeats; ++r) run(stream);
-  CHECK(cudaStreamEndCapture(stream, &graph));
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  CHECK(cudaGraphLaunch(exec, stream));  // warm-up
-  cudaEvent_t start, stop;
-  CHECK(cudaEventCreate(&start));
-  CHECK(cudaEventCreate(&stop));
-  CHECK(cudaEventRecord(start, stream));
-  CHECK(cudaGraphLaunch(exec, stream));
-  CHECK(cudaEventRecord(stop, stream));
-  CHECK(cudaEventSynchronize(stop));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, start, stop));
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
-  CHECK(cudaStreamDestroy(stream));
-  return 1000.0 * ms / repeats;
 }
 
 // Checks one version's outputs against v1's gradient bits and a float64 sum of it; prints a row.
