@@ -1,4 +1,5 @@
-// The dev/cuda harnesses' shared pieces: a CUDA call check that exits with status 2, and the
+// The dev/cuda harnesses' shared pieces: a CUDA call check that exits with status 2, the device
+// check, and the
 // time of a kernel sequence as the training step runs it, `repeats` calls captured in one CUDA
 // graph, so that the host's launch rate (~2-3 us a launch) does not set the figure.
 #pragma once
@@ -16,6 +17,12 @@
       std::exit(2);                                                                              \
     }                                                                                            \
   } while (0)
+
+// Whether a CUDA device is there (the harnesses exit 77 without one: ctest's skip).
+inline bool has_cuda_device() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
 
 // Microseconds a call of run(stream), after one warm-up replay of the graph.
 template <typename F>

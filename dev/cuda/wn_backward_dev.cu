@@ -185,8 +185,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--repeats")) repeats = std::atoi(argv[i + 1]);
     else { std::fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+  if (!has_cuda_device()) {
     std::printf("no CUDA device\n");
     return 77;
   }
