@@ -1,7 +1,7 @@
 // The dev/cuda harnesses' shared pieces: a CUDA call check that exits with status 2, the device
-// check, and the
-// time of a kernel sequence as the training step runs it, `repeats` calls captured in one CUDA
-// graph, so that the host's launch rate (~2-3 us a launch) does not set the figure.
+// check, and the time of a kernel sequence as the training step runs it, `repeats` calls
+// captured in one CUDA graph, so that the host's launch rate (~2-3 us a launch) does not set
+// the figure.
 #pragma once
 
 #include <cstdio>
