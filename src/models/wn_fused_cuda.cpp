@@ -214,7 +214,9 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
                    "residual_skip backward");
     });
     torch::Tensor grad_bias;
-    if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad_of(sums, grad_res_skip, channels_last, bias_dtype);
+    if (bias_dtype != c10::ScalarType::Undefined) {
+      grad_bias = bias_grad_of(sums, grad_res_skip, channels_last, bias_dtype);
+    }
     return {grad_x, grad_skip_out, grad_res_skip, grad_bias, torch::Tensor(), torch::Tensor()};
   }
 };

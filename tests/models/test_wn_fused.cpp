@@ -322,7 +322,8 @@ TEST_F(WnFusedCuda, BackwardKernelsSumTheBiasGradientOfTheirRows) {
       torch::autograd::backward({out.x, out.skip}, {randn_in(3, 192, t, true, f32), randn_in(3, 192, t, true, f32)});
       const auto [rs_want, rs_abs] = channel_sums(res_skip.grad());
       const auto rs_error = (rs_bias.grad().cpu().to(torch::kDouble) - rs_want).abs();
-      EXPECT_TRUE((rs_error <= rounding * rs_abs + 1e-6).all().item<bool>()) << (rs_error / rs_abs).max().item<double>();
+      EXPECT_TRUE((rs_error <= rounding * rs_abs + 1e-6).all().item<bool>())
+          << (rs_error / rs_abs).max().item<double>();
       EXPECT_GT(rs_abs.min().item<double>(), 0.0);
     }
   }
