@@ -1,6 +1,7 @@
 #include "models/flow_fused.h"
 
 #include "models/flow_reverse_cpu.h"
+#include "models/invconv_train_cpu.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/flow_fused_cuda.h"
@@ -48,6 +49,7 @@ torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, c
   if (cuda::fused_invconv_applies(x, weight, x_mask)) return cuda::invconv_mix(x, weight, x_mask);
 #endif
   if (cpu::flow_reverse_applies(x, x_mask)) return cpu::invconv_mix(x, weight, x_mask);
+  if (cpu::invconv_train_applies(x, weight, x_mask)) return cpu::invconv_mix_train(x, weight, x_mask);
   return invconv_mix_reference(x, weight, x_mask);
 }
 

@@ -108,19 +108,29 @@ torch::Tensor actnorm_reverse(const torch::Tensor& x_in, const torch::Tensor& lo
   return out;
 }
 
-torch::Tensor invconv_mix(const torch::Tensor& x_in, const torch::Tensor& weight, const torch::Tensor& x_mask_in) {
-  check(x_in, x_mask_in, "invconv_mix");
+std::vector<int64_t> invconv_channels(int64_t channels, int64_t n) {
+  const int64_t groups = channels / n, half = n / 2;
+  std::vector<int64_t> channel(static_cast<size_t>(groups * n));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t k = 0; k < n; ++k) channel[g * n + k] = (k / half) * (channels / 2) + g * half + k % half;
+  }
+  return channel;
+}
+
+torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+  check(x, x_mask, "invconv_mix");
+  return invconv_mix_kernel(x, weight, x_mask);
+}
+
+torch::Tensor invconv_mix_kernel(const torch::Tensor& x_in, const torch::Tensor& weight, const torch::Tensor& x_mask_in) {
   const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
   const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2), n = weight.size(0);
   TORCH_CHECK(weight.dim() == 2 && weight.size(1) == n && n % 2 == 0 && channels % n == 0,
               "invconv_mix: weight [n, n] with n even and dividing ", channels, ", got ", weight.sizes());
-  const torch::Tensor w = weight.to(torch::kFloat).contiguous();
-  const int64_t groups = channels / n, half = n / 2;
-  // The official view: mixing index k = a * n/2 + j of group g is channel a * C/2 + g * n/2 + j.
-  std::vector<int64_t> offset(static_cast<size_t>(groups * n));
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t k = 0; k < n; ++k) offset[g * n + k] = ((k / half) * (channels / 2) + g * half + k % half) * frames;
-  }
+  const torch::Tensor w = weight.detach().to(torch::kFloat).contiguous();
+  const int64_t groups = channels / n;
+  std::vector<int64_t> offset = invconv_channels(channels, n);
+  for (auto& o : offset) o *= frames;
   torch::Tensor out = torch::empty_like(x);
   const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>(), *pw = w.data_ptr<float>();
   float* po = out.data_ptr<float>();

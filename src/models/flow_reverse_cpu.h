@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 namespace monoflow::models::cpu {
 
 // Whether the kernels below take x [B, C, T] and x_mask [B, 1, T]: float32 CPU tensors, no
@@ -21,6 +23,14 @@ torch::Tensor actnorm_reverse(const torch::Tensor& x, const torch::Tensor& logs,
 // InvConvNear's mixing (flow_fused.h's invconv_mix): the C / n groups of n channels of the
 // official view, each mixed by weight [n, n], times x_mask.
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+// The same kernel without the autograd condition, for the training op (invconv_train_cpu.h),
+// whose forward and input gradient it computes; x float32 CPU [B, C, T], x_mask [B, 1, T].
+torch::Tensor invconv_mix_kernel(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
+
+// The official view's rows: for group g and mixing index k, the channel a * C/2 + g * n/2 + j
+// (k = a * n/2 + j), at [g * n + k]; n even and dividing C.
+std::vector<int64_t> invconv_channels(int64_t channels, int64_t n);
 
 // The coupling's reverse map: m_and_logs [B, C, T] (the end convolution's output, its bias
 // added), x = (x_0, x_1) -> (x_0, (x_1 - m) * exp(-logs) * x_mask).

@@ -1,6 +1,7 @@
 // The decoder flows' fused ops (models/flow_fused.h): CUDA kernels against the composite
 // references, forward and backward (GPU tests skip without a device); the CPU dispatch.
 #include <gtest/gtest.h>
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "models/flow_fused.h"
 #include "models/flow_reverse_cpu.h"
+#include "models/invconv_train_cpu.h"
 
 namespace monoflow::models {
 namespace {
@@ -145,6 +147,50 @@ TEST(FlowFused, CpuKernelsServeInferenceOnlyAndGradientsStillFlowThroughTheRever
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(cpu::flow_reverse_applies(in.x, in.mask));
   EXPECT_FALSE(cpu::flow_reverse_applies(in.x, in.mask.squeeze(1)));
+}
+
+// CPU training: InvConvNear's mixing as one autograd op (invconv_train_cpu.h) against the
+// composite reference (permuted copies and a conv2d), forward and both gradients, for the
+// official n = 4 (AVX2 where the CPU has it) and n = 8 (scalar), 37 frames (not a multiple of
+// eight) with padding in the second item.
+TEST(FlowFused, CpuTrainingInvConvEqualsTheReferenceWithItsGradients) {
+  for (const int64_t n : {4, 8}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const auto in = cpu_flow_input(16);
+    const auto grad = torch::randn({2, 16, 37});
+    const auto w0 = std::get<0>(torch::linalg_qr(torch::randn({n, n}))).contiguous();
+    auto x_ref = in.x.clone().requires_grad_(), x_op = in.x.clone().requires_grad_();
+    auto w_ref = w0.clone().requires_grad_(), w_op = w0.clone().requires_grad_();
+    ASSERT_TRUE(cpu::invconv_train_applies(x_op, w_op, in.mask));
+    const auto reference = invconv_mix_reference(x_ref, w_ref, in.mask);
+    const auto fused = invconv_mix(x_op, w_op, in.mask);  // the dispatch takes the CPU training op
+    EXPECT_LT(max_abs_diff(fused, reference), 1e-6 * reference.abs().max().item<double>());
+    EXPECT_EQ(fused.slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f);
+    reference.backward(grad);
+    fused.backward(grad);
+    EXPECT_LT(max_abs_diff(x_op.grad(), x_ref.grad()), 1e-6 * x_ref.grad().abs().max().item<double>());
+    EXPECT_EQ(x_op.grad().slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f);  // padding: no gradient
+    EXPECT_LT(max_abs_diff(w_op.grad(), w_ref.grad()), 1e-5 * w_ref.grad().abs().max().item<double>());
+    EXPECT_GT(w_op.grad().abs().min().item<float>(), 0.0f);
+  }
+}
+
+// The weight's gradient sums its terms in an order that no thread count changes.
+TEST(FlowFused, CpuTrainingInvConvWeightGradientIsTheSameForAnyThreadCount) {
+  const auto in = cpu_flow_input(160);
+  const auto grad = torch::randn({2, 160, 37});
+  const auto w0 = std::get<0>(torch::linalg_qr(torch::randn({4, 4}))).contiguous();
+  const int threads = at::get_num_threads();
+  std::vector<torch::Tensor> grads;
+  for (const int count : {1, 2, 3}) {
+    at::set_num_threads(count);
+    auto w = w0.clone().requires_grad_();
+    invconv_mix(in.x, w, in.mask).backward(grad);
+    grads.push_back(w.grad());
+  }
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(grads[0], grads[1]));
+  EXPECT_TRUE(torch::equal(grads[0], grads[2]));
 }
 
 TEST(FlowFusedCuda, InvConvMatchesTheReferenceForwardAndBackward) {
