@@ -1,7 +1,7 @@
 #include "models/flow_fused.h"
 
 #include "models/flow_reverse_cpu.h"
-#include "models/invconv_train_cpu.h"
+#include "models/flow_train_cpu.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/flow_fused_cuda.h"

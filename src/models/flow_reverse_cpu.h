@@ -24,7 +24,7 @@ torch::Tensor actnorm_reverse(const torch::Tensor& x, const torch::Tensor& logs,
 // official view, each mixed by weight [n, n], times x_mask.
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
 
-// The same kernel without the autograd condition, for the training op (invconv_train_cpu.h),
+// The same kernel without the autograd condition, for the training op (flow_train_cpu.h),
 // whose forward and input gradient it computes; x float32 CPU [B, C, T], x_mask [B, 1, T].
 torch::Tensor invconv_mix_kernel(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
 

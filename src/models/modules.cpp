@@ -10,6 +10,7 @@
 #include "models/conv_bias.h"
 #include "models/dropout.h"
 #include "models/flow_fused.h"
+#include "models/flow_train_cpu.h"
 #include "models/winograd_conv1d.h"
 #include "models/wn_fused.h"
 
@@ -501,6 +502,8 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   auto logs = m_and_logs[1];
   if (sigmoid_scale_) logs = torch::log(1e-6 + torch::sigmoid(logs + 2));
   if (reverse) return {coupling_reverse(x, sigmoid_scale_ ? torch::cat({m, logs}, 1) : out, x_mask), torch::Tensor()};
+  // CPU training: the transform and its log-determinant as one op each way (flow_train_cpu.h).
+  if (!sigmoid_scale_ && cpu::coupling_train_applies(x, out, x_mask)) return cpu::coupling_affine_train(x, out, x_mask);
   auto z_1 = (m + torch::exp(logs) * x_1) * x_mask;
   return {torch::cat({x_0, z_1}, 1), (logs * x_mask).sum({1, 2})};
 }

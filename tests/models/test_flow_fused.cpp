@@ -11,7 +11,7 @@
 
 #include "models/flow_fused.h"
 #include "models/flow_reverse_cpu.h"
-#include "models/invconv_train_cpu.h"
+#include "models/flow_train_cpu.h"
 
 namespace monoflow::models {
 namespace {
@@ -149,7 +149,7 @@ TEST(FlowFused, CpuKernelsServeInferenceOnlyAndGradientsStillFlowThroughTheRever
   EXPECT_FALSE(cpu::flow_reverse_applies(in.x, in.mask.squeeze(1)));
 }
 
-// CPU training: InvConvNear's mixing as one autograd op (invconv_train_cpu.h) against the
+// CPU training: InvConvNear's mixing as one autograd op (flow_train_cpu.h) against the
 // composite reference (permuted copies and a conv2d), forward and both gradients, for the
 // official n = 4 (AVX2 where the CPU has it) and n = 8 (scalar), 37 frames (not a multiple of
 // eight) with padding in the second item.
@@ -175,10 +175,12 @@ TEST(FlowFused, CpuTrainingInvConvEqualsTheReferenceWithItsGradients) {
   }
 }
 
-// The weight's gradient sums its terms in an order that no thread count changes.
+// The weight's gradient sums its terms in an order that no thread count changes (4,099 frames:
+// a task per item and group, so that the threads do split the work).
 TEST(FlowFused, CpuTrainingInvConvWeightGradientIsTheSameForAnyThreadCount) {
-  const auto in = cpu_flow_input(160);
-  const auto grad = torch::randn({2, 160, 37});
+  torch::manual_seed(3);
+  const CpuFlowInput in{torch::randn({2, 160, 4099}), mask_of({4099, 3000}, 4099)};
+  const auto grad = torch::randn({2, 160, 4099});
   const auto w0 = std::get<0>(torch::linalg_qr(torch::randn({4, 4}))).contiguous();
   const int threads = at::get_num_threads();
   std::vector<torch::Tensor> grads;
@@ -191,6 +193,47 @@ TEST(FlowFused, CpuTrainingInvConvWeightGradientIsTheSameForAnyThreadCount) {
   at::set_num_threads(threads);
   EXPECT_TRUE(torch::equal(grads[0], grads[1]));
   EXPECT_TRUE(torch::equal(grads[0], grads[2]));
+}
+
+// CPU training: the coupling's affine transform as one autograd op (flow_train_cpu.h) against
+// the composite reference with m_and_logs carrying the bias, forward (z and the log-determinant)
+// and the gradients of x and m_and_logs, through both outputs; 37 frames (an AVX2 tail),
+// padding in the second item. The log-determinant's sums are the same at any thread count.
+TEST(FlowFused, CpuTrainingCouplingEqualsTheReferenceWithItsGradients) {
+  const auto in = cpu_flow_input(10);
+  const auto ml0 = torch::randn({2, 10, 37}) * 0.5;
+  const auto grad_z = torch::randn({2, 10, 37}), grad_det = torch::randn({2});
+  auto x_ref = in.x.clone().requires_grad_(), x_op = in.x.clone().requires_grad_();
+  auto ml_ref = ml0.clone().requires_grad_(), ml_op = ml0.clone().requires_grad_();
+  ASSERT_TRUE(cpu::coupling_train_applies(x_op, ml_op, in.mask));
+  const auto [z_ref, det_ref] = coupling_affine_reference(x_ref, ml_ref, torch::zeros({10}), in.mask);
+  const auto [z_op, det_op] = cpu::coupling_affine_train(x_op, ml_op, in.mask);
+  EXPECT_TRUE(torch::equal(z_op.slice(1, 0, 5), in.x.slice(1, 0, 5)));  // x_0 passes through
+  EXPECT_LT(max_abs_diff(z_op, z_ref), 1e-6 * z_ref.abs().max().item<double>());
+  EXPECT_LT(max_abs_diff(det_op, det_ref), 1e-5 * det_ref.abs().max().item<double>());
+  EXPECT_EQ(z_op.slice(2, 23).select(0, 1).slice(0, 5).abs().max().item<float>(), 0.0f);
+  torch::autograd::backward({z_ref, det_ref}, {grad_z, grad_det});
+  torch::autograd::backward({z_op, det_op}, {grad_z, grad_det});
+  EXPECT_LT(max_abs_diff(x_op.grad(), x_ref.grad()), 1e-6 * x_ref.grad().abs().max().item<double>());
+  EXPECT_LT(max_abs_diff(ml_op.grad(), ml_ref.grad()), 1e-6 * ml_ref.grad().abs().max().item<double>());
+  // the log-determinant's gradient reaches logs, and only where the mask is on
+  EXPECT_EQ(ml_op.grad().slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f);
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(cpu::coupling_train_applies(in.x, ml0, in.mask));  // inference keeps its own path
+  }
+  // 4,099 frames: two rows a task, so that the threads do split the rows.
+  const auto x_long = torch::randn({2, 10, 4099}), ml_long = torch::randn({2, 10, 4099});
+  const auto mask_long = mask_of({4099, 3000}, 4099);
+  const int threads = at::get_num_threads();
+  std::vector<torch::Tensor> dets;
+  for (const int count : {1, 2, 3}) {
+    at::set_num_threads(count);
+    dets.push_back(cpu::coupling_affine_train(x_long, ml_long, mask_long).second.detach());
+  }
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(dets[0], dets[1]));
+  EXPECT_TRUE(torch::equal(dets[0], dets[2]));
 }
 
 TEST(FlowFusedCuda, InvConvMatchesTheReferenceForwardAndBackward) {

@@ -1,0 +1,258 @@
+#include "models/flow_train_cpu.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "models/cpu_rows.h"
+#include "models/flow_reverse_cpu.h"
+#include "models/simd_math.h"
+
+namespace monoflow::models::cpu {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+// The weight gradient's terms of one item and group: sums[i * n + j] = sum over t of
+// g_i[t] * mask[t] * x_j[t], each in eight float lanes (frame t in lane t % 8, a fused
+// multiply-add each), the lanes then added in order. Scalar and AVX2 give the same bits.
+void weight_terms_scalar(const float* const* g, const float* const* x, const float* mask, int64_t n, int64_t frames,
+                         double* sums) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float lanes[8] = {};
+      for (int64_t t = 0; t < frames; ++t) lanes[t % 8] = std::fma(g[i][t] * mask[t], x[j][t], lanes[t % 8]);
+      float total = 0.0f;
+      for (float lane : lanes) total += lane;
+      sums[i * n + j] = total;
+    }
+  }
+}
+
+#ifdef MONOFLOW_SIMD_X86
+// n = 4 in AVX2: one pass over time per row i of the gradient, the four x rows beside it.
+MONOFLOW_AVX2 void weight_terms_four_avx2(const float* const* g, const float* const* x, const float* mask,
+                                          int64_t frames, double* sums) {
+  const int64_t whole = frames - frames % 8;
+  for (int i = 0; i < 4; ++i) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t t = 0; t < whole; t += 8) {
+      const __m256 gm = _mm256_mul_ps(_mm256_loadu_ps(g[i] + t), _mm256_loadu_ps(mask + t));
+      for (int j = 0; j < 4; ++j) acc[j] = _mm256_fmadd_ps(gm, _mm256_loadu_ps(x[j] + t), acc[j]);
+    }
+    for (int j = 0; j < 4; ++j) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc[j]);
+      for (int64_t t = whole; t < frames; ++t) lanes[t % 8] = std::fma(g[i][t] * mask[t], x[j][t], lanes[t % 8]);
+      float total = 0.0f;
+      for (float lane : lanes) total += lane;
+      sums[i * 4 + j] = total;
+    }
+  }
+}
+#endif
+
+#ifdef MONOFLOW_SIMD_X86
+// exp over eight values at a time; returns how many it did.
+MONOFLOW_AVX2 int64_t exp_row_avx2(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, simd::exp_avx2(_mm256_loadu_ps(in + i)));
+  return i;
+}
+#endif
+
+// grad_weight [n, n] = sum over items, groups and frames of (grad * mask)_i x_j in the official
+// view: each (item, group) task's terms, then the tasks' in order.
+torch::Tensor weight_grad(const torch::Tensor& grad, const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n) {
+  const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2), groups = channels / n;
+  std::vector<int64_t> offset = invconv_channels(channels, n);
+  for (auto& o : offset) o *= frames;
+  std::vector<double> terms(static_cast<size_t>(batch * groups * n * n));
+  const float *pg = grad.data_ptr<float>(), *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
+  at::parallel_for(0, batch * groups, rows_per_task(frames * n), [&](int64_t begin, int64_t end) {
+    std::vector<const float*> g_rows(n), x_rows(n);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / groups, group = task % groups;
+      for (int64_t k = 0; k < n; ++k) {
+        g_rows[k] = pg + b * channels * frames + offset[group * n + k];
+        x_rows[k] = px + b * channels * frames + offset[group * n + k];
+      }
+      double* sums = terms.data() + task * n * n;
+#ifdef MONOFLOW_SIMD_X86
+      if (n == 4 && simd::cpu_has_avx2_fma()) {
+        weight_terms_four_avx2(g_rows.data(), x_rows.data(), pm + b * frames, frames, sums);
+        continue;
+      }
+#endif
+      weight_terms_scalar(g_rows.data(), x_rows.data(), pm + b * frames, n, frames, sums);
+    }
+  });
+  std::vector<double> total(static_cast<size_t>(n * n), 0.0);
+  for (int64_t task = 0; task < batch * groups; ++task) {
+    for (int64_t e = 0; e < n * n; ++e) total[e] += terms[task * n * n + e];
+  }
+  auto out = torch::empty({n, n}, x.options());
+  for (int64_t e = 0; e < n * n; ++e) out.data_ptr<float>()[e] = static_cast<float>(total[e]);
+  return out;
+}
+
+class InvConvMixCpu : public torch::autograd::Function<InvConvMixCpu> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight,
+                               const torch::Tensor& x_mask_in) {
+    const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
+    ctx->save_for_backward({x, weight, x_mask});
+    return invconv_mix_kernel(x, weight, x_mask);
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &weight = saved[1], &x_mask = saved[2];
+    const torch::Tensor grad = grads[0].to(torch::kFloat).contiguous();
+    torch::Tensor grad_x, grad_weight;
+    // y = (W x) * mask per group: x's gradient is W^T (grad * mask) = (W^T grad) * mask.
+    if (ctx->needs_input_grad(0)) grad_x = invconv_mix_kernel(grad, weight.t(), x_mask);
+    if (ctx->needs_input_grad(1)) grad_weight = weight_grad(grad, x, x_mask, weight.size(0)).to(weight.scalar_type());
+    return {grad_x, grad_weight, torch::Tensor()};
+  }
+};
+
+// exp over a row: eight lanes of AVX2 where the CPU has them, std::exp for the rest.
+void exp_row(const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+#ifdef MONOFLOW_SIMD_X86
+  if (simd::cpu_has_avx2_fma()) i = exp_row_avx2(in, out, n);
+#endif
+  for (; i < n; ++i) out[i] = std::exp(in[i]);
+}
+
+// The coupling's rows: for item b and channel c of the second half, its x_1, m and logs rows.
+struct CouplingRows {
+  int64_t batch, channels, frames, half;
+  int64_t x1(int64_t b, int64_t c) const { return (b * channels + half + c) * frames; }
+  int64_t m(int64_t b, int64_t c) const { return (b * channels + c) * frames; }
+  int64_t logs(int64_t b, int64_t c) const { return (b * channels + half + c) * frames; }
+  int64_t x0(int64_t b, int64_t c) const { return (b * channels + c) * frames; }
+};
+
+class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& ml_in,
+                             const torch::Tensor& mask_in) {
+    const torch::Tensor x = x_in.contiguous(), ml = ml_in.contiguous(), mask = mask_in.contiguous();
+    const CouplingRows rows{x.size(0), x.size(1), x.size(2), x.size(1) / 2};
+    const int64_t frames = rows.frames;
+    torch::Tensor z = torch::empty_like(x);
+    std::vector<double> row_logdet(static_cast<size_t>(rows.batch * rows.half));
+    const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = mask.data_ptr<float>();
+    float* pz = z.data_ptr<float>();
+    at::parallel_for(0, rows.batch * rows.half, rows_per_task(2 * frames), [&](int64_t begin, int64_t end) {
+      std::vector<float> scale(static_cast<size_t>(frames));
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t b = r / rows.half, c = r % rows.half;
+        std::memcpy(pz + rows.x0(b, c), px + rows.x0(b, c), static_cast<size_t>(frames) * sizeof(float));
+        const float *x1 = px + rows.x1(b, c), *m = pml + rows.m(b, c), *logs = pml + rows.logs(b, c);
+        const float* mask_row = pm + b * frames;
+        float* z1 = pz + rows.x1(b, c);
+        exp_row(logs, scale.data(), frames);
+        double sum = 0.0;
+        for (int64_t t = 0; t < frames; ++t) {
+          z1[t] = (m[t] + scale[t] * x1[t]) * mask_row[t];
+          sum += static_cast<double>(logs[t] * mask_row[t]);
+        }
+        row_logdet[r] = sum;
+      }
+    });
+    torch::Tensor logdet = torch::empty({rows.batch}, x.options());
+    for (int64_t b = 0; b < rows.batch; ++b) {
+      double sum = 0.0;
+      for (int64_t c = 0; c < rows.half; ++c) sum += row_logdet[b * rows.half + c];
+      logdet.data_ptr<float>()[b] = static_cast<float>(sum);
+    }
+    ctx->save_for_backward({x, ml, mask});
+    return {z, logdet};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &ml = saved[1], &mask = saved[2];
+    const CouplingRows rows{x.size(0), x.size(1), x.size(2), x.size(1) / 2};
+    const int64_t frames = rows.frames;
+    const torch::Tensor grad_z = grads[0].defined() ? grads[0].to(torch::kFloat).contiguous() : torch::zeros_like(x);
+    const torch::Tensor grad_logdet =
+        grads[1].defined() ? grads[1].to(torch::kFloat).contiguous() : torch::zeros({rows.batch}, x.options());
+    torch::Tensor grad_x = torch::empty_like(x), grad_ml = torch::empty_like(ml);
+    const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = mask.data_ptr<float>();
+    const float *pgz = grad_z.data_ptr<float>(), *pgl = grad_logdet.data_ptr<float>();
+    float *pgx = grad_x.data_ptr<float>(), *pgml = grad_ml.data_ptr<float>();
+    at::parallel_for(0, rows.batch * rows.half, rows_per_task(2 * frames), [&](int64_t begin, int64_t end) {
+      std::vector<float> scale(static_cast<size_t>(frames));
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t b = r / rows.half, c = r % rows.half;
+        // x_0 passes through: its gradient is z_0's.
+        std::memcpy(pgx + rows.x0(b, c), pgz + rows.x0(b, c), static_cast<size_t>(frames) * sizeof(float));
+        const float *x1 = px + rows.x1(b, c), *logs = pml + rows.logs(b, c), *gz1 = pgz + rows.x1(b, c);
+        const float* mask_row = pm + b * frames;
+        float *gx1 = pgx + rows.x1(b, c), *gm = pgml + rows.m(b, c), *glogs = pgml + rows.logs(b, c);
+        const float g_det = pgl[b];
+        exp_row(logs, scale.data(), frames);
+        for (int64_t t = 0; t < frames; ++t) {
+          const float g = gz1[t] * mask_row[t];  // z_1's gradient through the mask
+          gx1[t] = g * scale[t];
+          gm[t] = g;
+          glogs[t] = g * scale[t] * x1[t] + g_det * mask_row[t];
+        }
+      }
+    });
+    return {grad_x, grad_ml, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool coupling_train_applies(const torch::Tensor& x, const torch::Tensor& m_and_logs, const torch::Tensor& x_mask) {
+  if (!torch::GradMode::is_enabled() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() != 3 ||
+      x.size(1) % 2 != 0) {
+    return false;
+  }
+  if (!m_and_logs.device().is_cpu() || m_and_logs.scalar_type() != torch::kFloat || m_and_logs.sizes() != x.sizes()) {
+    return false;
+  }
+  return x_mask.device().is_cpu() && x_mask.scalar_type() == torch::kFloat && x_mask.dim() == 3 &&
+         x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2);
+}
+
+std::pair<torch::Tensor, torch::Tensor> coupling_affine_train(const torch::Tensor& x, const torch::Tensor& m_and_logs,
+                                                              const torch::Tensor& x_mask) {
+  TORCH_CHECK(coupling_train_applies(x, m_and_logs, x_mask), "coupling_affine_train: expected float32 CPU x and "
+              "m_and_logs [B, C, T] (C even) and x_mask [B, 1, T] while autograd records, got ", x.sizes(), ", ",
+              m_and_logs.sizes(), " and ", x_mask.sizes());
+  auto out = CouplingAffineCpu::apply(x, m_and_logs, x_mask);
+  return {out[0], out[1]};
+}
+
+bool invconv_train_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+  if (!torch::GradMode::is_enabled() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() != 3) {
+    return false;
+  }
+  if (!x_mask.device().is_cpu() || x_mask.scalar_type() != torch::kFloat || x_mask.dim() != 3 ||
+      x_mask.size(0) != x.size(0) || x_mask.size(1) != 1 || x_mask.size(2) != x.size(2)) {
+    return false;
+  }
+  const int64_t n = weight.dim() == 2 ? weight.size(0) : 0;
+  return weight.device().is_cpu() && weight.scalar_type() == torch::kFloat && n > 0 && weight.size(1) == n &&
+         n % 2 == 0 && x.size(1) % n == 0;
+}
+
+torch::Tensor invconv_mix_train(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
+  TORCH_CHECK(invconv_train_applies(x, weight, x_mask), "invconv_mix_train: expected float32 CPU x [B, C, T], "
+              "weight [n, n] (n even, dividing C) and x_mask [B, 1, T] while autograd records, got ", x.sizes(), ", ",
+              weight.sizes(), " and ", x_mask.sizes());
+  return InvConvMixCpu::apply(x, weight, x_mask);
+}
+
+}  // namespace monoflow::models::cpu
