@@ -56,18 +56,22 @@ torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& e
   return padded.slice(1, slice_start, slice_end);
 }
 
+// The official pads and reshapes amount to out[i][j] = x[i][j - i + l - 1] (relative offset j - i);
+// in a contiguous [b, h, l, 2l - 1] that element lies at i * (2l - 2) + j + (l - 1), a strided view:
+// no padded copies (two fills and two copies of [b, h, l, 2l] each way on the CPU).
 torch::Tensor MultiHeadAttentionImpl::relative_to_absolute(const torch::Tensor& x_in) {
   const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
-  auto x = F::pad(x_in, F::PadFuncOptions({0, 1}));  // [b,h,l,2l]
-  auto flat = F::pad(x.reshape({b, h, l * 2 * l}), F::PadFuncOptions({0, l - 1}));
-  return flat.view({b, h, l + 1, 2 * l - 1}).slice(2, 0, l).slice(3, l - 1);
+  const auto x = x_in.contiguous();  // [b,h,l,2l-1]
+  return x.as_strided({b, h, l, l}, {h * l * (2 * l - 1), l * (2 * l - 1), 2 * l - 2, 1}, x.storage_offset() + l - 1);
 }
 
+// The inverse map: out[i][k] = x[i][k + i - (l - 1)] where that column exists, else 0; x is
+// written through the same strided view into zeros.
 torch::Tensor MultiHeadAttentionImpl::absolute_to_relative(const torch::Tensor& x_in) {
   const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
-  auto x = F::pad(x_in, F::PadFuncOptions({0, l - 1}));  // [b,h,l,2l-1]
-  auto flat = F::pad(x.reshape({b, h, l * l + l * (l - 1)}), F::PadFuncOptions({l, 0}));
-  return flat.view({b, h, l, 2 * l}).slice(3, 1);
+  auto out = torch::zeros({b, h, l, 2 * l - 1}, x_in.options());
+  out.as_strided({b, h, l, l}, {h * l * (2 * l - 1), l * (2 * l - 1), 2 * l - 2, 1}, l - 1).copy_(x_in);
+  return out;
 }
 
 torch::Tensor attention_reference(const torch::Tensor& query, const torch::Tensor& key, const torch::Tensor& value,

@@ -271,6 +271,44 @@ TEST_F(FlowsTest, CouplingStartsAsIdentityOnSecondHalf) {
 
 // score[i][j] += q_i . e_{clip(j-i)} (zero beyond the window), out_i += sum_j p_ij e_{j-i}:
 // the relative-position attention written directly, against the skewing implementation.
+// The relative/absolute position maps as strided views (attentions.cpp) against the official
+// code's pads and reshapes, values and gradients, at lengths 1 to 7 and on a non-contiguous input.
+TEST_F(FlowsTest, RelativePositionMapsEqualTheOfficialPadsWithGradients) {
+  namespace F = torch::nn::functional;
+  const auto official_to_absolute = [](const torch::Tensor& x_in) {
+    const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
+    auto x = F::pad(x_in, F::PadFuncOptions({0, 1}));
+    auto flat = F::pad(x.reshape({b, h, l * 2 * l}), F::PadFuncOptions({0, l - 1}));
+    return flat.view({b, h, l + 1, 2 * l - 1}).slice(2, 0, l).slice(3, l - 1);
+  };
+  const auto official_to_relative = [](const torch::Tensor& x_in) {
+    const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
+    auto x = F::pad(x_in, F::PadFuncOptions({0, l - 1}));
+    auto flat = F::pad(x.reshape({b, h, l * l + l * (l - 1)}), F::PadFuncOptions({l, 0}));
+    return flat.view({b, h, l, 2 * l}).slice(3, 1);
+  };
+  for (int64_t l : {1, 2, 3, 7}) {
+    SCOPED_TRACE("l = " + std::to_string(l));
+    const auto rel = torch::randn({2, 3, 2 * l - 1, l}, torch::kDouble).transpose(2, 3);  // not contiguous
+    auto a = rel.clone().requires_grad_(), b = rel.clone().requires_grad_();
+    const auto grad_abs = torch::randn({2, 3, l, l}, torch::kDouble);
+    const auto ours = MultiHeadAttentionImpl::relative_to_absolute(a), theirs = official_to_absolute(b);
+    EXPECT_TRUE(torch::equal(ours, theirs));
+    ours.backward(grad_abs);
+    theirs.backward(grad_abs);
+    EXPECT_TRUE(torch::equal(a.grad(), b.grad()));
+
+    const auto abs = torch::randn({2, 3, l, l}, torch::kDouble);
+    auto c = abs.clone().requires_grad_(), d = abs.clone().requires_grad_();
+    const auto grad_rel = torch::randn({2, 3, l, 2 * l - 1}, torch::kDouble);
+    const auto ours_rel = MultiHeadAttentionImpl::absolute_to_relative(c), theirs_rel = official_to_relative(d);
+    EXPECT_TRUE(torch::equal(ours_rel, theirs_rel));
+    ours_rel.backward(grad_rel);
+    theirs_rel.backward(grad_rel);
+    EXPECT_TRUE(torch::equal(c.grad(), d.grad()));
+  }
+}
+
 TEST_F(FlowsTest, RelativeAttentionMatchesDirectFormula) {
   const int64_t ch = 6, heads = 2, window = 2, kc = ch / heads;
   MultiHeadAttention mha(ch, ch, heads, window, 0.0);
