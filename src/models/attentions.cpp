@@ -56,21 +56,27 @@ torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& e
   return padded.slice(1, slice_start, slice_end);
 }
 
-// The official pads and reshapes amount to out[i][j] = x[i][j - i + l - 1] (relative offset j - i);
-// in a contiguous [b, h, l, 2l - 1] that element lies at i * (2l - 2) + j + (l - 1), a strided view:
-// no padded copies (two fills and two copies of [b, h, l, 2l] each way on the CPU).
-torch::Tensor MultiHeadAttentionImpl::relative_to_absolute(const torch::Tensor& x_in) {
-  const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
-  const auto x = x_in.contiguous();  // [b,h,l,2l-1]
-  return x.as_strided({b, h, l, l}, {h * l * (2 * l - 1), l * (2 * l - 1), 2 * l - 2, 1}, x.storage_offset() + l - 1);
+namespace {
+// The official pads and reshapes amount to out[i][j] = rel[i][j - i + l - 1] (relative offset
+// j - i); in a contiguous rel [b, h, l, 2l - 1] that element lies at i * (2l - 2) + j + (l - 1):
+// the [b, h, l, l] strided view below, which both maps read or write instead of padded copies
+// (two fills and two copies of [b, h, l, 2l] each way on the CPU).
+torch::Tensor absolute_view(const torch::Tensor& rel) {
+  const int64_t b = rel.size(0), h = rel.size(1), l = rel.size(2);
+  return rel.as_strided({b, h, l, l}, {h * l * (2 * l - 1), l * (2 * l - 1), 2 * l - 2, 1},
+                        rel.storage_offset() + l - 1);
+}
+}  // namespace
+
+torch::Tensor MultiHeadAttentionImpl::relative_to_absolute(const torch::Tensor& x) {
+  return absolute_view(x.contiguous());  // [b,h,l,2l-1] -> [b,h,l,l]
 }
 
-// The inverse map: out[i][k] = x[i][k + i - (l - 1)] where that column exists, else 0; x is
-// written through the same strided view into zeros.
-torch::Tensor MultiHeadAttentionImpl::absolute_to_relative(const torch::Tensor& x_in) {
-  const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
-  auto out = torch::zeros({b, h, l, 2 * l - 1}, x_in.options());
-  out.as_strided({b, h, l, l}, {h * l * (2 * l - 1), l * (2 * l - 1), 2 * l - 2, 1}, l - 1).copy_(x_in);
+// The inverse map: out[i][k] = x[i][k + i - (l - 1)] where that column exists, else 0.
+torch::Tensor MultiHeadAttentionImpl::absolute_to_relative(const torch::Tensor& x) {
+  const int64_t b = x.size(0), h = x.size(1), l = x.size(2);
+  auto out = torch::zeros({b, h, l, 2 * l - 1}, x.options());
+  absolute_view(out).copy_(x);
   return out;
 }
 

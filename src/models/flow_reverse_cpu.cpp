@@ -75,10 +75,14 @@ MONOFLOW_AVX2 int64_t mix_four_avx2(const float* const* x, const float* w, const
 
 }  // namespace
 
+bool cpu_float_rows(const torch::Tensor& x, const torch::Tensor& x_mask) {
+  return x.device().is_cpu() && x.scalar_type() == torch::kFloat && x.dim() == 3 && x_mask.device().is_cpu() &&
+         x_mask.scalar_type() == torch::kFloat && x_mask.dim() == 3 && x_mask.size(0) == x.size(0) &&
+         x_mask.size(1) == 1 && x_mask.size(2) == x.size(2);
+}
+
 bool flow_reverse_applies(const torch::Tensor& x, const torch::Tensor& x_mask) {
-  return !torch::GradMode::is_enabled() && x.device().is_cpu() && x.scalar_type() == torch::kFloat && x.dim() == 3 &&
-         x_mask.device().is_cpu() && x_mask.scalar_type() == torch::kFloat && x_mask.dim() == 3 &&
-         x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2);
+  return !torch::GradMode::is_enabled() && cpu_float_rows(x, x_mask);
 }
 
 torch::Tensor actnorm_reverse(const torch::Tensor& x_in, const torch::Tensor& logs, const torch::Tensor& bias,
@@ -108,13 +112,13 @@ torch::Tensor actnorm_reverse(const torch::Tensor& x_in, const torch::Tensor& lo
   return out;
 }
 
-std::vector<int64_t> invconv_channels(int64_t channels, int64_t n) {
+std::vector<int64_t> invconv_rows(int64_t channels, int64_t frames, int64_t n) {
   const int64_t groups = channels / n, half = n / 2;
-  std::vector<int64_t> channel(static_cast<size_t>(groups * n));
+  std::vector<int64_t> offset(static_cast<size_t>(groups * n));
   for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t k = 0; k < n; ++k) channel[g * n + k] = (k / half) * (channels / 2) + g * half + k % half;
+    for (int64_t k = 0; k < n; ++k) offset[g * n + k] = ((k / half) * (channels / 2) + g * half + k % half) * frames;
   }
-  return channel;
+  return offset;
 }
 
 torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
@@ -129,8 +133,7 @@ torch::Tensor invconv_mix_kernel(const torch::Tensor& x_in, const torch::Tensor&
               "invconv_mix: weight [n, n] with n even and dividing ", channels, ", got ", weight.sizes());
   const torch::Tensor w = weight.detach().to(torch::kFloat).contiguous();
   const int64_t groups = channels / n;
-  std::vector<int64_t> offset = invconv_channels(channels, n);
-  for (auto& o : offset) o *= frames;
+  const std::vector<int64_t> offset = invconv_rows(channels, frames, n);
   torch::Tensor out = torch::empty_like(x);
   const float *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>(), *pw = w.data_ptr<float>();
   float* po = out.data_ptr<float>();

@@ -12,8 +12,11 @@
 
 namespace monoflow::models::cpu {
 
-// Whether the kernels below take x [B, C, T] and x_mask [B, 1, T]: float32 CPU tensors, no
-// gradient being recorded.
+// Whether x [B, C, T] and x_mask [B, 1, T] are float32 CPU tensors of one batch and length: what
+// the CPU flow kernels here and in flow_train_cpu.h take.
+bool cpu_float_rows(const torch::Tensor& x, const torch::Tensor& x_mask);
+
+// Whether the kernels below take x and x_mask: cpu_float_rows, no gradient being recorded.
 bool flow_reverse_applies(const torch::Tensor& x, const torch::Tensor& x_mask);
 
 // (x - bias) * exp(-logs) * x_mask; logs, bias [1, C, 1].
@@ -28,9 +31,10 @@ torch::Tensor invconv_mix(const torch::Tensor& x, const torch::Tensor& weight, c
 // whose forward and input gradient it computes; x float32 CPU [B, C, T], x_mask [B, 1, T].
 torch::Tensor invconv_mix_kernel(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask);
 
-// The official view's rows: for group g and mixing index k, the channel a * C/2 + g * n/2 + j
-// (k = a * n/2 + j), at [g * n + k]; n even and dividing C.
-std::vector<int64_t> invconv_channels(int64_t channels, int64_t n);
+// The official view's rows, as element offsets into one item's [C, T]: for group g and mixing
+// index k = a * n/2 + j, channel a * C/2 + g * n/2 + j times T, at [g * n + k]; n even and
+// dividing C.
+std::vector<int64_t> invconv_rows(int64_t channels, int64_t frames, int64_t n);
 
 // The coupling's reverse map: m_and_logs [B, C, T] (the end convolution's output, its bias
 // added), x = (x_0, x_1) -> (x_0, (x_1 - m) * exp(-logs) * x_mask).

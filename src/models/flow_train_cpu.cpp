@@ -69,8 +69,7 @@ MONOFLOW_AVX2 int64_t exp_row_avx2(const float* in, float* out, int64_t n) {
 // view: each (item, group) task's terms, then the tasks' in order.
 torch::Tensor weight_grad(const torch::Tensor& grad, const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n) {
   const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2), groups = channels / n;
-  std::vector<int64_t> offset = invconv_channels(channels, n);
-  for (auto& o : offset) o *= frames;
+  const std::vector<int64_t> offset = invconv_rows(channels, frames, n);
   std::vector<double> terms(static_cast<size_t>(batch * groups * n * n));
   const float *pg = grad.data_ptr<float>(), *px = x.data_ptr<float>(), *pm = x_mask.data_ptr<float>();
   at::parallel_for(0, batch * groups, rows_per_task(frames * n), [&](int64_t begin, int64_t end) {
@@ -130,45 +129,53 @@ void exp_row(const float* in, float* out, int64_t n) {
   for (; i < n; ++i) out[i] = std::exp(in[i]);
 }
 
-// The coupling's rows: for item b and channel c of the second half, its x_1, m and logs rows.
+// The coupling's rows: channel c of the first half (x_0, z_0; m in m_and_logs) and of the
+// second (x_1, z_1; logs), each T frames, as offsets.
 struct CouplingRows {
-  int64_t batch, channels, frames, half;
-  int64_t x1(int64_t b, int64_t c) const { return (b * channels + half + c) * frames; }
-  int64_t m(int64_t b, int64_t c) const { return (b * channels + c) * frames; }
-  int64_t logs(int64_t b, int64_t c) const { return (b * channels + half + c) * frames; }
-  int64_t x0(int64_t b, int64_t c) const { return (b * channels + c) * frames; }
+  int64_t channels, frames, half;
+  int64_t first(int64_t b, int64_t c) const { return (b * channels + c) * frames; }
+  int64_t second(int64_t b, int64_t c) const { return (b * channels + half + c) * frames; }
 };
+
+// f(b, c, r, scale) for each row pair r = b * half + c of the coupling, with scale = exp(logs) of
+// that row; the pairs split between at::parallel_for's tasks, each pair wholly in one.
+template <typename F>
+void for_each_coupling_row(const CouplingRows& rows, int64_t batch, const float* logs, F&& f) {
+  at::parallel_for(0, batch * rows.half, rows_per_task(2 * rows.frames), [&](int64_t begin, int64_t end) {
+    std::vector<float> scale(static_cast<size_t>(rows.frames));
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / rows.half, c = r % rows.half;
+      exp_row(logs + rows.second(b, c), scale.data(), rows.frames);
+      f(b, c, r, scale.data());
+    }
+  });
+}
 
 class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& ml_in,
                              const torch::Tensor& mask_in) {
     const torch::Tensor x = x_in.contiguous(), ml = ml_in.contiguous(), mask = mask_in.contiguous();
-    const CouplingRows rows{x.size(0), x.size(1), x.size(2), x.size(1) / 2};
-    const int64_t frames = rows.frames;
+    const int64_t batch = x.size(0), frames = x.size(2);
+    const CouplingRows rows{x.size(1), frames, x.size(1) / 2};
     torch::Tensor z = torch::empty_like(x);
-    std::vector<double> row_logdet(static_cast<size_t>(rows.batch * rows.half));
+    std::vector<double> row_logdet(static_cast<size_t>(batch * rows.half));
     const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = mask.data_ptr<float>();
     float* pz = z.data_ptr<float>();
-    at::parallel_for(0, rows.batch * rows.half, rows_per_task(2 * frames), [&](int64_t begin, int64_t end) {
-      std::vector<float> scale(static_cast<size_t>(frames));
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t b = r / rows.half, c = r % rows.half;
-        std::memcpy(pz + rows.x0(b, c), px + rows.x0(b, c), static_cast<size_t>(frames) * sizeof(float));
-        const float *x1 = px + rows.x1(b, c), *m = pml + rows.m(b, c), *logs = pml + rows.logs(b, c);
-        const float* mask_row = pm + b * frames;
-        float* z1 = pz + rows.x1(b, c);
-        exp_row(logs, scale.data(), frames);
-        double sum = 0.0;
-        for (int64_t t = 0; t < frames; ++t) {
-          z1[t] = (m[t] + scale[t] * x1[t]) * mask_row[t];
-          sum += static_cast<double>(logs[t] * mask_row[t]);
-        }
-        row_logdet[r] = sum;
+    for_each_coupling_row(rows, batch, pml, [&](int64_t b, int64_t c, int64_t r, const float* scale) {
+      std::memcpy(pz + rows.first(b, c), px + rows.first(b, c), static_cast<size_t>(frames) * sizeof(float));
+      const float *x1 = px + rows.second(b, c), *m = pml + rows.first(b, c), *logs = pml + rows.second(b, c);
+      const float* mask_row = pm + b * frames;
+      float* z1 = pz + rows.second(b, c);
+      double sum = 0.0;
+      for (int64_t t = 0; t < frames; ++t) {
+        z1[t] = (m[t] + scale[t] * x1[t]) * mask_row[t];
+        sum += static_cast<double>(logs[t] * mask_row[t]);
       }
+      row_logdet[r] = sum;
     });
-    torch::Tensor logdet = torch::empty({rows.batch}, x.options());
-    for (int64_t b = 0; b < rows.batch; ++b) {
+    torch::Tensor logdet = torch::empty({batch}, x.options());
+    for (int64_t b = 0; b < batch; ++b) {
       double sum = 0.0;
       for (int64_t c = 0; c < rows.half; ++c) sum += row_logdet[b * rows.half + c];
       logdet.data_ptr<float>()[b] = static_cast<float>(sum);
@@ -180,32 +187,27 @@ class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &ml = saved[1], &mask = saved[2];
-    const CouplingRows rows{x.size(0), x.size(1), x.size(2), x.size(1) / 2};
-    const int64_t frames = rows.frames;
+    const int64_t batch = x.size(0), frames = x.size(2);
+    const CouplingRows rows{x.size(1), frames, x.size(1) / 2};
     const torch::Tensor grad_z = grads[0].defined() ? grads[0].to(torch::kFloat).contiguous() : torch::zeros_like(x);
     const torch::Tensor grad_logdet =
-        grads[1].defined() ? grads[1].to(torch::kFloat).contiguous() : torch::zeros({rows.batch}, x.options());
+        grads[1].defined() ? grads[1].to(torch::kFloat).contiguous() : torch::zeros({batch}, x.options());
     torch::Tensor grad_x = torch::empty_like(x), grad_ml = torch::empty_like(ml);
     const float *px = x.data_ptr<float>(), *pml = ml.data_ptr<float>(), *pm = mask.data_ptr<float>();
     const float *pgz = grad_z.data_ptr<float>(), *pgl = grad_logdet.data_ptr<float>();
     float *pgx = grad_x.data_ptr<float>(), *pgml = grad_ml.data_ptr<float>();
-    at::parallel_for(0, rows.batch * rows.half, rows_per_task(2 * frames), [&](int64_t begin, int64_t end) {
-      std::vector<float> scale(static_cast<size_t>(frames));
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t b = r / rows.half, c = r % rows.half;
-        // x_0 passes through: its gradient is z_0's.
-        std::memcpy(pgx + rows.x0(b, c), pgz + rows.x0(b, c), static_cast<size_t>(frames) * sizeof(float));
-        const float *x1 = px + rows.x1(b, c), *logs = pml + rows.logs(b, c), *gz1 = pgz + rows.x1(b, c);
-        const float* mask_row = pm + b * frames;
-        float *gx1 = pgx + rows.x1(b, c), *gm = pgml + rows.m(b, c), *glogs = pgml + rows.logs(b, c);
-        const float g_det = pgl[b];
-        exp_row(logs, scale.data(), frames);
-        for (int64_t t = 0; t < frames; ++t) {
-          const float g = gz1[t] * mask_row[t];  // z_1's gradient through the mask
-          gx1[t] = g * scale[t];
-          gm[t] = g;
-          glogs[t] = g * scale[t] * x1[t] + g_det * mask_row[t];
-        }
+    for_each_coupling_row(rows, batch, pml, [&](int64_t b, int64_t c, int64_t, const float* scale) {
+      // x_0 passes through: its gradient is z_0's.
+      std::memcpy(pgx + rows.first(b, c), pgz + rows.first(b, c), static_cast<size_t>(frames) * sizeof(float));
+      const float *x1 = px + rows.second(b, c), *gz1 = pgz + rows.second(b, c);
+      const float* mask_row = pm + b * frames;
+      float *gx1 = pgx + rows.second(b, c), *gm = pgml + rows.first(b, c), *glogs = pgml + rows.second(b, c);
+      const float g_det = pgl[b];
+      for (int64_t t = 0; t < frames; ++t) {
+        const float g = gz1[t] * mask_row[t];  // z_1's gradient through the mask
+        gx1[t] = g * scale[t];
+        gm[t] = g;
+        glogs[t] = g * scale[t] * x1[t] + g_det * mask_row[t];
       }
     });
     return {grad_x, grad_ml, torch::Tensor()};
@@ -215,15 +217,8 @@ class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
 }  // namespace
 
 bool coupling_train_applies(const torch::Tensor& x, const torch::Tensor& m_and_logs, const torch::Tensor& x_mask) {
-  if (!torch::GradMode::is_enabled() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() != 3 ||
-      x.size(1) % 2 != 0) {
-    return false;
-  }
-  if (!m_and_logs.device().is_cpu() || m_and_logs.scalar_type() != torch::kFloat || m_and_logs.sizes() != x.sizes()) {
-    return false;
-  }
-  return x_mask.device().is_cpu() && x_mask.scalar_type() == torch::kFloat && x_mask.dim() == 3 &&
-         x_mask.size(0) == x.size(0) && x_mask.size(1) == 1 && x_mask.size(2) == x.size(2);
+  return torch::GradMode::is_enabled() && cpu_float_rows(x, x_mask) && x.size(1) % 2 == 0 &&
+         m_and_logs.device().is_cpu() && m_and_logs.scalar_type() == torch::kFloat && m_and_logs.sizes() == x.sizes();
 }
 
 std::pair<torch::Tensor, torch::Tensor> coupling_affine_train(const torch::Tensor& x, const torch::Tensor& m_and_logs,
@@ -236,13 +231,7 @@ std::pair<torch::Tensor, torch::Tensor> coupling_affine_train(const torch::Tenso
 }
 
 bool invconv_train_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {
-  if (!torch::GradMode::is_enabled() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() != 3) {
-    return false;
-  }
-  if (!x_mask.device().is_cpu() || x_mask.scalar_type() != torch::kFloat || x_mask.dim() != 3 ||
-      x_mask.size(0) != x.size(0) || x_mask.size(1) != 1 || x_mask.size(2) != x.size(2)) {
-    return false;
-  }
+  if (!torch::GradMode::is_enabled() || !cpu_float_rows(x, x_mask)) return false;
   const int64_t n = weight.dim() == 2 ? weight.size(0) : 0;
   return weight.device().is_cpu() && weight.scalar_type() == torch::kFloat && n > 0 && weight.size(1) == n &&
          n % 2 == 0 && x.size(1) % n == 0;
