@@ -311,7 +311,8 @@ torch::Tensor WNImpl::forward_projected(const torch::Tensor& x_in, const torch::
   return out;
 }
 
-torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, const torch::Tensor& g_in) {
+torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, const torch::Tensor& g_in,
+                              const torch::Tensor& x_low) {
   if (cpu_inference_applies(x)) {
     return forward_cpu_inference(x, x_mask_in, g_in.defined() ? cond_layer->forward(g_in) : torch::Tensor());
   }
@@ -325,7 +326,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
   // Under autocast the residual update also hands the next in_layer its input in the
   // convolutions' dtype (residual_skip's x_low), so that the convolution casts nothing.
   const bool low_copies = fused && at::autocast::is_autocast_enabled(at::kCUDA);
-  torch::Tensor in_layer_input = x;
+  torch::Tensor in_layer_input = low_copies && x_low.defined() ? x_low : x;
   const int64_t h = hidden_channels_;
   for (int64_t i = 0; i < n_layers_; ++i) {
     auto& in_layer = *in_layers[i]->as<WeightNormConv1d>();
@@ -343,6 +344,8 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
       acts = gated_activation(x_in);
     }
     if (last) {
+      // The last layer's output joins the skip sum, masked: one kernel each way where fused.
+      if (fused) return masked_sum(output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask).out;
       output = output + res_skip_layer.forward(acts);
     } else {
       auto out = fused ? residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias,
@@ -483,12 +486,16 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   // why); m and logs come back as [B, C, T] views.
   const auto time_rows = to_time_rows(x_0);
   const auto mask = time_rows.dim() == 4 ? x_mask.unsqueeze(2) : x_mask;
-  auto h = start->forward(time_rows) * mask;
   torch::Tensor out;
-  if (h.dim() == 3) {
+  if (time_rows.dim() == 3) {
+    const auto h = start->forward(time_rows) * mask;
     out = wn->forward_projected(h, mask, g, end->weight, end->bias);  // wn then end, or folded
   } else {
-    h = wn->forward(h, mask, g);
+    // The start's bias and mask as one kernel each way, which also writes the rows in the
+    // convolutions' dtype under autocast for the WN's first in_layer.
+    const bool autocast = at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto start_out = masked_sum({}, start->forward_without_bias(time_rows), start->bias, mask, autocast);
+    const auto h = wn->forward(start_out.out, mask, g, start_out.out_low);
     // The affine transform with the end convolution's bias as one kernel each way, where it
     // applies (a GPU, the channels-last network, no sigmoid scale); the official ops otherwise.
     if (!reverse && !sigmoid_scale_) {

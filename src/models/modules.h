@@ -90,7 +90,10 @@ class WNImpl : public torch::nn::Module {
  public:
   WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
          int64_t gin_channels = 0, double p_dropout = 0.0);
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {});
+  // x_low: x in the convolutions' dtype under autocast, where the caller has it (the coupling's
+  // start writes it with its masked sum), for the first in_layer; undefined: cast from x.
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {},
+                        const torch::Tensor& x_low = {});
   // A 1x1 convolution [P, hidden, 1] (+ bias [P]) of forward's output: the coupling's end. In
   // CPU no-grad inference without speaker conditioning, where every in_layer runs by Winograd,
   // the projection is folded into each layer's skip weights (P W_skip, cached in float64 then

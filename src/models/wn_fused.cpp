@@ -138,4 +138,25 @@ ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& sk
   return {x_out, skip_out, with_low ? x_out.to(res_skip.scalar_type()) : torch::Tensor()};
 }
 
+torch::Tensor masked_sum_reference(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                                   const torch::Tensor& x_mask) {
+  auto sum = res.to(torch::kFloat);
+  if (bias.defined()) sum = sum + over_channels(bias, res);
+  if (x.defined()) sum = x + sum;
+  return sum * x_mask;
+}
+
+MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask, bool with_low) {
+  if (is_time_rows(res) && (!x.defined() || is_time_rows(x)) && is_time_rows(x_mask)) {
+    auto out = masked_sum(x.defined() ? x.squeeze(2) : x, res.squeeze(2), bias, x_mask.squeeze(2), with_low);
+    return {out.out.unsqueeze(2), with_low ? out.out_low.unsqueeze(2) : torch::Tensor()};
+  }
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_masked_sum_applies(x, res, bias, x_mask)) return cuda::masked_sum(x, res, bias, x_mask, with_low);
+#endif
+  auto out = masked_sum_reference(x, res, bias, x_mask);
+  return {out, with_low ? out.to(res.scalar_type()) : torch::Tensor()};
+}
+
 }  // namespace monoflow::models

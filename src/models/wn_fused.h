@@ -42,6 +42,19 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
                                                                 const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask);
 
+// The masked sum (x + res + bias) * x_mask in float, res [B, H, (1,) T] in any float dtype, bias
+// [H] or undefined, x float or undefined (zero): a WN's last layer adding its output to the
+// skip sum and masking it, and a coupling's start convolution masking its rows, each one kernel
+// a way on CUDA (residual_skip's without the skip half). With with_low, out_low is out in res's
+// dtype, as residual_skip's x_low.
+struct MaskedSumOutput {
+  torch::Tensor out, out_low;
+};
+MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask, bool with_low = false);
+torch::Tensor masked_sum_reference(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                                   const torch::Tensor& x_mask);
+
 // Whether gated_activation and residual_skip run fused kernels for tensors like x (a CUDA build
 // and a CUDA tensor); the WN layer then leaves the biases out of its convolutions.
 bool wn_fused_applies(const torch::Tensor& x);

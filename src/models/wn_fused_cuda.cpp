@@ -221,6 +221,85 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
   }
 };
 
+// residual_skip's kernels without the skip half (kernels/wn_kernels.h): out = (x + res + bias)
+// * mask, x optional. Inputs: x (float, or empty: none), res, bias (or empty), x_mask.
+class MaskedSum : public torch::autograd::Function<MaskedSum> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& res,
+                             const torch::Tensor& bias, const torch::Tensor& x_mask, bool low_copy) {
+    const c10::cuda::CUDAGuard guard(res.device());
+    const Geometry g = geometry_of(res);
+    const int64_t h = res.size(1);
+    const bool has_x = x.numel() > 0;
+    const torch::Tensor mask = x_mask.to(torch::kFloat).contiguous();
+    const torch::Tensor b = float_bias(bias);
+    const auto f32 = res.options().dtype(torch::kFloat);
+    auto out = empty_in_layout(res.size(0), h, res.size(2), f32, g.channels_last);
+    const bool write_low = low_copy && res.scalar_type() != torch::kFloat;
+    auto out_low = write_low ? empty_in_layout(res.size(0), h, res.size(2), res.options(), g.channels_last)
+                             : torch::empty({0}, res.options());
+    if (!write_low) ctx->mark_non_differentiable({out_low});
+    dispatch_kernel_dtype(res.scalar_type(), "WN fused kernels", [&](auto* tag) {
+      using R = std::remove_pointer_t<decltype(tag)>;
+      check_launch(kernels::launch_residual_skip_forward<R>(
+                       has_x ? data_as<float>(x) : nullptr, nullptr, data_as<R>(res), bias_ptr(b),
+                       data_as<float>(mask), data_as<float>(out), nullptr, write_low ? data_as<R>(out_low) : nullptr,
+                       g.outer, h * g.inner, g.inner, at::cuda::getCurrentCUDAStream()),
+                   "masked_sum forward");
+    });
+    ctx->save_for_backward({mask});
+    ctx->set_materialize_grads(false);
+    ctx->saved_data["channels"] = h;
+    ctx->saved_data["has_x"] = has_x;
+    ctx->saved_data["res_dtype"] = static_cast<int64_t>(res.scalar_type());
+    ctx->saved_data["channels_last"] = g.channels_last;
+    ctx->saved_data["bias_dtype"] =
+        static_cast<int64_t>(has_bias(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
+    return {out, out_low};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const torch::Tensor mask = ctx->get_saved_variables()[0];
+    const bool channels_last = ctx->saved_data["channels_last"].toBool();
+    const bool has_x = ctx->saved_data["has_x"].toBool();
+    const auto res_dtype = static_cast<torch::ScalarType>(ctx->saved_data["res_dtype"].toInt());
+    const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
+    const int64_t h = ctx->saved_data["channels"].toInt();
+    const int64_t b = mask.size(0), t = mask.size(2);
+    const auto f32 = mask.options().dtype(torch::kFloat);
+    const bool has_out = grads[0].defined();
+    const bool has_low = grads.size() > 1 && grads[1].defined() && grads[1].numel() > 0;
+    const torch::Tensor grad_out = has_out ? in_layout(grads[0].to(torch::kFloat), channels_last) : torch::Tensor();
+    const torch::Tensor grad_low = has_low ? in_layout(grads[1].to(res_dtype), channels_last) : torch::Tensor();
+    const c10::cuda::CUDAGuard guard(mask.device());
+    auto grad_x = has_x ? empty_in_layout(b, h, t, f32, channels_last) : torch::Tensor();
+    auto grad_res = empty_in_layout(b, h, t, f32.dtype(res_dtype), channels_last);
+    const Geometry g = geometry_of(grad_res);
+    BiasSums sums;
+    dispatch_kernel_dtype(res_dtype, "WN fused kernels", [&](auto* tag) {
+      using R = std::remove_pointer_t<decltype(tag)>;
+      const float* g_out = has_out ? data_as<float>(grad_out) : nullptr;
+      const R* g_low = has_low ? data_as<R>(grad_low) : nullptr;
+      float* g_x = has_x ? data_as<float>(grad_x) : nullptr;
+      // The summing kernel keeps residual_skip's 2H columns of sums, the second half zero here.
+      if (bias_dtype != c10::ScalarType::Undefined &&
+          kernels::residual_skip_backward_sums_bias<R>(g.outer, h * g.inner, g.inner, g_out, nullptr, g_low, g_x,
+                                                       data_as<R>(grad_res))) {
+        sums = bias_sums(g.outer, 2 * h, f32);
+      }
+      check_launch(kernels::launch_residual_skip_backward<R>(g_out, nullptr, g_low, data_as<float>(mask), g_x,
+                                                             data_as<R>(grad_res), sums.partials_ptr(),
+                                                             sums.grad_bias_ptr(), g.outer, h * g.inner, g.inner,
+                                                             at::cuda::getCurrentCUDAStream()),
+                   "masked_sum backward");
+    });
+    if (sums.grad_bias.defined()) sums.grad_bias = sums.grad_bias.slice(0, 0, h);
+    torch::Tensor grad_bias;
+    if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad_of(sums, grad_res, channels_last, bias_dtype);
+    return {grad_x, grad_res, grad_bias, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 // rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out]: addmm forward (the bias in cuBLAS's
 // epilogue), and a backward whose bias gradient is one matrix-vector product; addmm's own
 // backward sums the gradient's columns with the generic reduction, ~30 us a call at the
@@ -299,6 +378,29 @@ ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& sk
   if (!with_low) return {out[0], out[1], torch::Tensor()};
   if (out[2].numel() == 0) out[2] = out[0].to(res_skip.scalar_type());  // float res_skip: no low copy
   return {out[0], out[1], out[2]};
+}
+
+bool fused_masked_sum_applies(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                              const torch::Tensor& x_mask) {
+  if (!res.is_cuda() || res.dim() != 3 || !kernel_dtype(res.scalar_type()) || !kernel_layout(res)) return false;
+  if (x.defined() && (x.sizes() != res.sizes() || x.scalar_type() != torch::kFloat || x.device() != res.device() ||
+                      !(res.is_contiguous() ? x.is_contiguous() : is_channels_last_1d(x)))) {
+    return false;
+  }
+  if (x_mask.dim() != 3 || x_mask.size(0) != res.size(0) || x_mask.size(1) != 1 || x_mask.size(2) != res.size(2) ||
+      x_mask.device() != res.device()) {
+    return false;
+  }
+  return !bias.defined() || (bias.dim() == 1 && bias.size(0) == res.size(1) && bias.device() == res.device());
+}
+
+MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask, bool with_low) {
+  const auto no_x = torch::empty({0}, res.options().dtype(torch::kFloat));
+  auto out = MaskedSum::apply(x.defined() ? x : no_x, res, bias_or_empty(bias, res), x_mask, with_low);
+  if (!with_low) return {out[0], torch::Tensor()};
+  if (out[1].numel() == 0) out[1] = out[0].to(res.scalar_type());  // float res: no low copy
+  return {out[0], out[1]};
 }
 
 }  // namespace monoflow::models::cuda

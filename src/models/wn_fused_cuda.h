@@ -21,6 +21,13 @@ bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_su
 ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                                  const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low);
 
+// res float/half/bfloat16 [B, H, T], x float [B, H, T] in res's layout or undefined, both CUDA,
+// contiguous or channels-last; bias [H] or undefined; x_mask [B, 1, T].
+bool fused_masked_sum_applies(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                              const torch::Tensor& x_mask);
+MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask, bool with_low);
+
 // rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out] (a 1x1 convolution of time rows),
 // CUDA; the bias's gradient as one matrix-vector product.
 torch::Tensor rows_affine(const torch::Tensor& rows, const torch::Tensor& weight_t, const torch::Tensor& bias);

@@ -57,6 +57,14 @@ TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   out = residual_skip(x, skip, res_skip, bias, mask);
   EXPECT_TRUE(torch::equal(out.x, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
   EXPECT_TRUE(torch::equal(out.skip, torch::tensor({17.0f, 28.0f, 40.0f, 51.0f}).view({1, 2, 2})));
+  // The masked sum: (x + res + bias) * mask, x optional.
+  auto res = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({1, 2, 2});
+  auto sum_bias = torch::tensor({0.5f, -1.0f});
+  EXPECT_TRUE(torch::equal(masked_sum(x, res, sum_bias, mask).out,
+                           torch::tensor({2.5f, 0.0f, 5.0f, 0.0f}).view({1, 2, 2})));
+  auto start = masked_sum({}, res, sum_bias, mask, /*with_low=*/true);
+  EXPECT_TRUE(torch::equal(start.out, torch::tensor({1.5f, 0.0f, 2.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(start.out_low, start.out));
   // The gate with a bias: tanh(0.5 + 1) * sigmoid(2 - 1).
   auto gate_bias = torch::tensor({1.0f, 0.0f, -1.0f, 0.0f});
   EXPECT_NEAR(gated_activation(x_in, gate_bias)[0][0][0].item<float>(), std::tanh(1.5f) / (1 + std::exp(-1.0f)), 1e-6);
@@ -273,6 +281,60 @@ TEST_F(WnFusedCuda, ResidualSkipLowCopyEqualsTheUpdateFollowedByACast) {
     for (int k = 0; k < 3; ++k) {
       SCOPED_TRACE("copy only, input " + std::to_string(k));
       EXPECT_LE(max_abs_diff(fused_in[k].grad(), ref_in[k].grad()), k == 2 ? tolerance(c.dtype) * 4 : 1e-5);
+    }
+  }
+}
+
+// The masked sum (a WN's last layer, a coupling's start): residual_skip's kernels without the skip
+// half, with and without x, the bias and the low copy, against the composite and autograd's cast.
+TEST_F(WnFusedCuda, MaskedSumMatchesTheReferenceForwardAndBackward) {
+  torch::manual_seed(10);
+  for (const auto& c : cases()) {
+    for (const bool with_x : {true, false}) {
+      for (const bool with_bias : {true, false}) {
+        SCOPED_TRACE(describe(c) + (with_x ? " x" : " no x") + (with_bias ? " bias" : " no bias"));
+        const auto f32 = cuda_float();
+        auto mask = padded_mask(c);
+        std::vector<torch::Tensor> inputs{randn_in(c.b, c.h, c.t, c.channels_last, f32.dtype(c.dtype)),
+                                          torch::randn({c.h}, f32)};
+        if (with_x) inputs.push_back(randn_in(c.b, c.h, c.t, c.channels_last, f32));
+        auto ref_in = leaf_copies(inputs), fused_in = leaf_copies(inputs);
+        const auto x_of = [&](const std::vector<torch::Tensor>& in) { return with_x ? in[2] : torch::Tensor(); };
+        const auto bias_of = [&](const std::vector<torch::Tensor>& in) { return with_bias ? in[1] : torch::Tensor(); };
+        auto ref = masked_sum_reference(x_of(ref_in), ref_in[0], bias_of(ref_in), mask);
+        auto ref_low = ref.to(c.dtype);
+        auto [out, out_low] = masked_sum(x_of(fused_in), fused_in[0], bias_of(fused_in), mask, /*with_low=*/true);
+        EXPECT_EQ(out.scalar_type(), torch::kFloat);
+        EXPECT_EQ(out_low.scalar_type(), c.dtype);
+        EXPECT_EQ(is_channels_last_1d(out), c.channels_last && c.t > 1);
+        EXPECT_LE(max_abs_diff(out, ref), 1e-6);
+        EXPECT_EQ(max_abs_diff(out_low, out.to(c.dtype)), 0.0);  // exactly out rounded
+        EXPECT_EQ(out.slice(2, c.t / 2)[0].abs().sum().item<double>(), 0.0);  // padding is zero
+        auto g = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+        auto g_low = randn_in(c.b, c.h, c.t, c.channels_last, f32.dtype(c.dtype));
+        torch::autograd::backward({ref, ref_low}, {g, g_low});
+        torch::autograd::backward({out, out_low}, {g, g_low});
+        EXPECT_EQ(fused_in[0].grad().scalar_type(), c.dtype);
+        EXPECT_LE(max_abs_diff(fused_in[0].grad(), ref_in[0].grad()), tolerance(c.dtype) * 4);
+        if (with_x) EXPECT_LE(max_abs_diff(fused_in[2].grad(), ref_in[2].grad()), 1e-5);
+        // Where the kernel does not sum the bias's gradient (odd sizes, contiguous), the torch
+        // side sums res's rounded gradient: within 16-bit rounding, as residual_skip's.
+        const double bias_tol = c.dtype == torch::kFloat ? 1e-4 : 20 * tolerance(c.dtype);
+        if (with_bias) {
+          EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
+        } else {
+          EXPECT_FALSE(fused_in[1].grad().defined());
+        }
+        // out alone (the WN's last layer): the low copy's gradient undefined, read as zero.
+        fused_in = leaf_copies(inputs);
+        ref_in = leaf_copies(inputs);
+        masked_sum_reference(x_of(ref_in), ref_in[0], bias_of(ref_in), mask).backward(g);
+        masked_sum(x_of(fused_in), fused_in[0], bias_of(fused_in), mask).out.backward(g);
+        EXPECT_LE(max_abs_diff(fused_in[0].grad(), ref_in[0].grad()), tolerance(c.dtype) * 4);
+        if (with_bias) {
+          EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
+        }
+      }
     }
   }
 }

@@ -20,12 +20,17 @@
 // backward drew each element's Philox uniform twice (for the dropped input and for the mask),
 // now once; for 16-bit types forward records the mask as bits (one byte per 8 elements,
 // 1/16 of the input) and backward reads them instead; bf16 takes the hardware's tanh.approx.
-// v6 (this file): with channels-last rows, the backward kernels also sum the bias's gradient as
+// v6: with channels-last rows, the backward kernels also sum the bias's gradient as
 // they write it (a block of kBiasSumRows rows into one partial row, in float, before rounding);
 // column_sums.cu's second pass adds the partial rows. The separate first pass read each
 // [B * T, 384] gradient again: 84 calls a step, 1.0 ms in TF32 (H100 eager profile). The gate
 // sums only in float (gate_backward_sums_bias says why); the graphed TF32 step 0.7 ms shorter
 // (docs/benchmarks.md).
+// v7 (this file): the update without its skip half or without x (the masked sum of
+// wn_fused.h): a WN's last layer adds its output to the skip sum and masks it, a coupling's
+// start adds its bias and masks, each one kernel a way with its bias sums; they were an add,
+// a product with the broadcast mask (strided kernels on channels-last rows), their backwards
+// and a cast: 132 fewer kernels a step, bf16 graphed step 0.6 ms shorter (docs/benchmarks.md).
 // Arithmetic in float; tanhf/expf (not the fast intrinsics) so that fp32 results match
 // the composite ops to a few ulp.
 #include "models/kernels/wn_kernels.h"
@@ -313,31 +318,40 @@ __global__ void gate_backward_summing(const T* __restrict__ in, const float* __r
 // ---- residual and skip update -------------------------------------------------------------
 // V = 4 floats; a pack never straddles two (outer, inner) positions when inner == 1 (each
 // element of a channels-last row shares one mask value) or when inner % V == 0.
+// Without skip_sum (a WN's last layer, a coupling's start) res_skip holds the res half only,
+// [outer, span], and there is no skip output; without x the update starts from zero.
 template <typename R, int V>
 __global__ void residual_skip_forward(const float* __restrict__ x, const float* __restrict__ skip_sum,
                                       const R* __restrict__ res_skip, const float* __restrict__ bias,
                                       const float* __restrict__ mask,
                                       float* __restrict__ x_out, float* __restrict__ skip_out,
                                       R* __restrict__ x_low, int64_t outer, int64_t span, int64_t inner) {
+  const int64_t stride = skip_sum ? 2 * span : span;  // res_skip's row
   for (const auto [o, r] : Packs<V>(outer, span)) {
     const int64_t i = inner == 1 ? 0 : r % inner;
-    const auto xs = load<float, V>(x + o * span + r), ss = load<float, V>(skip_sum + o * span + r);
-    const auto res = load<R, V>(res_skip + o * 2 * span + r), skip = load<R, V>(res_skip + o * 2 * span + span + r);
+    Pack<float, V> xs{}, ss{};
+    if (x) xs = load<float, V>(x + o * span + r);
+    const auto res = load<R, V>(res_skip + o * stride + r);
+    Pack<R, V> skip;
+    if (skip_sum) {
+      ss = load<float, V>(skip_sum + o * span + r);
+      skip = load<R, V>(res_skip + o * stride + span + r);
+    }
     Pack<float, V> xo, so;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const float m = mask[o * inner + (inner == 1 ? 0 : i + k)];
-      float rk = to_float(res.v[k]), sk = to_float(skip.v[k]);
+      float rk = to_float(res.v[k]), sk = skip_sum ? to_float(skip.v[k]) : 0.0f;
       if (bias) {
         const int64_t c = inner == 1 ? r + k : (r + k) / inner;
         rk += bias[c];
-        sk += bias[span / inner + c];
+        if (skip_sum) sk += bias[span / inner + c];
       }
       xo.v[k] = (xs.v[k] + rk) * m;
       so.v[k] = ss.v[k] + sk;
     }
     store(x_out + o * span + r, xo);
-    store(skip_out + o * span + r, so);
+    if (skip_sum) store(skip_out + o * span + r, so);
     if (x_low) {
       Pack<R, V> lo;
 #pragma unroll
@@ -347,8 +361,9 @@ __global__ void residual_skip_forward(const float* __restrict__ x, const float* 
   }
 }
 
-// The update's backward at one pack: grad_x and grad_res_skip's two halves written, and those
-// halves returned in float (gres, gskip) for the bias sums.
+// The update's backward at one pack: grad_x (where wanted) and grad_res_skip's halves written
+// (the res half alone without grad_skip_out, as forward read it without skip_sum), and those
+// halves returned in float (gres, gskip: zero without grad_skip_out) for the bias sums.
 template <typename R, int V>
 __device__ __forceinline__ void residual_skip_backward_pack(const float* __restrict__ grad_x_out,
                                                             const float* __restrict__ grad_skip_out,
@@ -357,9 +372,10 @@ __device__ __forceinline__ void residual_skip_backward_pack(const float* __restr
                                                             R* __restrict__ grad_res_skip, int64_t o, int64_t r,
                                                             int64_t span, int64_t inner, float* gres, float* gskip) {
   const int64_t i = inner == 1 ? 0 : r % inner;
-  Pack<float, V> gx{};
+  const int64_t stride = grad_skip_out ? 2 * span : span;
+  Pack<float, V> gx{}, gs{};
   if (grad_x_out) gx = load<float, V>(grad_x_out + o * span + r);
-  const auto gs = load<float, V>(grad_skip_out + o * span + r);
+  if (grad_skip_out) gs = load<float, V>(grad_skip_out + o * span + r);
   if (grad_x_low) {
     const auto gl = load<R, V>(grad_x_low + o * span + r);
 #pragma unroll
@@ -376,9 +392,9 @@ __device__ __forceinline__ void residual_skip_backward_pack(const float* __restr
     pres.v[k] = from_float<R>(gres[k]);
     pskip.v[k] = from_float<R>(gskip[k]);
   }
-  store(grad_x + o * span + r, gxm);
-  store(grad_res_skip + o * 2 * span + r, pres);
-  store(grad_res_skip + o * 2 * span + span + r, pskip);
+  if (grad_x) store(grad_x + o * span + r, gxm);
+  store(grad_res_skip + o * stride + r, pres);
+  if (grad_skip_out) store(grad_res_skip + o * stride + span + r, pskip);
 }
 
 template <typename R, int V>

@@ -59,6 +59,10 @@ cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, co
 //   x_out = (x + res + bias_res) * mask,  skip_out = skip_sum + skip + bias_skip,
 // and, where x_low is not nullptr, x_low = x_out in R (the next in_layer's input under autocast).
 // mask is float, one value per (outer, inner) position: mask[o * inner + i].
+// The masked sum alone, x_out = (x + res + bias) * mask, where skip_sum is nullptr: res_skip is
+// then [outer, span] (the res half only), bias [C_half], and skip_out is not written (a WN's
+// last layer adds its output so into the skip sum; a coupling's start conv masks its rows).
+// x may be nullptr there too: zero.
 template <typename R>
 cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
                                          const float* mask, float* x_out, float* skip_out, R* x_low, int64_t outer,
@@ -66,7 +70,9 @@ cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, 
 
 // Its backward, with g = grad_x_out + grad_x_low (either may be nullptr: zero):
 // grad_x = g * mask, grad_res_skip = [g * mask, grad_skip_out] (the skip sum's own gradient is
-// grad_skip_out itself, so it needs no kernel). With grad_bias (float [2 * span], where
+// grad_skip_out itself, so it needs no kernel). For the masked sum alone grad_skip_out is
+// nullptr and grad_res_skip [outer, span] gets g * mask; grad_x may be nullptr (no x). The bias
+// sums keep their 2 * span columns, the second half zero there. With grad_bias (float [2 * span], where
 // residual_skip_backward_sums_bias holds; else nullptr) also the bias's gradient, the column
 // sums of grad_res_skip (kBiasSumRows above); otherwise the torch side sums it.
 template <typename R>
