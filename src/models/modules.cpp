@@ -344,9 +344,11 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
       acts = gated_activation(x_in);
     }
     if (last) {
-      // The last layer's output joins the skip sum, masked: one kernel each way where fused.
+      // The last layer's output joins the skip sum, masked: one kernel (or CPU pass) each way.
       if (fused) return masked_sum(output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask).out;
-      output = output + res_skip_layer.forward(acts);
+      const auto res = res_skip_layer.forward(acts);
+      // The GPU's composite path (speaker conditioning) keeps the official ops.
+      return x.is_cuda() ? (output + res) * x_mask : masked_sum(output, res, {}, x_mask).out;
     } else {
       auto out = fused ? residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias,
                                        x_mask, low_copies)
@@ -488,7 +490,7 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   const auto mask = time_rows.dim() == 4 ? x_mask.unsqueeze(2) : x_mask;
   torch::Tensor out;
   if (time_rows.dim() == 3) {
-    const auto h = start->forward(time_rows) * mask;
+    const auto h = masked_sum({}, start->forward(time_rows), {}, mask).out;
     out = wn->forward_projected(h, mask, g, end->weight, end->bias);  // wn then end, or folded
   } else {
     // The start's bias and mask as one kernel each way, which also writes the rows in the

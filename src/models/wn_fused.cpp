@@ -6,6 +6,7 @@
 
 #include "models/dropout.h"
 #include "models/gate_cpu.h"
+#include "models/residual_cpu.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/wn_fused_cuda.h"
@@ -134,13 +135,19 @@ ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& sk
     return cuda::residual_skip(x, skip_sum, res_skip, bias, x_mask, with_low);
   }
 #endif
+  if (!bias.defined() && cpu::residual_skip_cpu_applies(x, skip_sum, res_skip, x_mask)) {
+    auto out = cpu::residual_skip_cpu(x, skip_sum, res_skip, x_mask);
+    return {out.x, out.skip, with_low ? out.x_low : torch::Tensor()};
+  }
   auto [x_out, skip_out] = residual_skip_reference(x, skip_sum, res_skip, bias, x_mask);
   return {x_out, skip_out, with_low ? x_out.to(res_skip.scalar_type()) : torch::Tensor()};
 }
 
 torch::Tensor masked_sum_reference(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
                                    const torch::Tensor& x_mask) {
-  auto sum = res.to(torch::kFloat);
+  // 16-bit res joins the float sum; float32 and float64 stay as they are.
+  const bool low = res.scalar_type() == torch::kHalf || res.scalar_type() == torch::kBFloat16;
+  auto sum = low ? res.to(torch::kFloat) : res;
   if (bias.defined()) sum = sum + over_channels(bias, res);
   if (x.defined()) sum = x + sum;
   return sum * x_mask;
@@ -155,6 +162,10 @@ MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, con
 #ifdef MONOFLOW_HAS_CUDA
   if (cuda::fused_masked_sum_applies(x, res, bias, x_mask)) return cuda::masked_sum(x, res, bias, x_mask, with_low);
 #endif
+  if (!bias.defined() && cpu::masked_sum_cpu_applies(x, res, x_mask)) {
+    auto out = cpu::masked_sum_cpu(x, res, x_mask);
+    return {out, with_low ? out : torch::Tensor()};
+  }
   auto out = masked_sum_reference(x, res, bias, x_mask);
   return {out, with_low ? out.to(res.scalar_type()) : torch::Tensor()};
 }

@@ -42,11 +42,12 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
                                                                 const torch::Tensor& bias,
                                                                 const torch::Tensor& x_mask);
 
-// The masked sum (x + res + bias) * x_mask in float, res [B, H, (1,) T] in any float dtype, bias
-// [H] or undefined, x float or undefined (zero): a WN's last layer adding its output to the
-// skip sum and masking it, and a coupling's start convolution masking its rows, each one kernel
-// a way on CUDA (residual_skip's without the skip half). With with_low, out_low is out in res's
-// dtype, as residual_skip's x_low.
+// The masked sum (x + res + bias) * x_mask, res [B, H, (1,) T] in any float dtype (16-bit res
+// summed in float), bias [H] or undefined, x like the sum or undefined (zero): a WN's last
+// layer adding its output to the skip sum and masking it, and a coupling's start convolution
+// masking its rows, each one kernel a way on CUDA (residual_skip's without the skip half) and
+// one pass on the CPU in float32 (residual_cpu.h, as residual_skip there). With with_low,
+// out_low is out in res's dtype, as residual_skip's x_low.
 struct MaskedSumOutput {
   torch::Tensor out, out_low;
 };

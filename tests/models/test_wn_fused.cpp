@@ -120,6 +120,41 @@ std::vector<torch::Tensor> leaf_copies(const std::vector<torch::Tensor>& inputs)
   return out;
 }
 
+// On the CPU in float32 the residual update and the masked sum are one pass each way
+// (residual_cpu.h): the references' values and gradients to the bit, padding included.
+TEST(WnFused, CpuResidualOpsEqualTheReferencesWithGradients) {
+  torch::manual_seed(11);
+  const int64_t b = 3, h = 5, t = 37;
+  const auto mask = mask_of({37, 20, 1}, t, torch::kCPU);
+  std::vector<torch::Tensor> inputs{torch::randn({b, h, t}), torch::randn({b, h, t}), torch::randn({b, 2 * h, t})};
+  auto ref_in = leaf_copies(inputs), op_in = leaf_copies(inputs);
+  auto [rx, rs] = residual_skip_reference(ref_in[0], ref_in[1], ref_in[2], {}, mask);
+  auto out = residual_skip(op_in[0], op_in[1], op_in[2], {}, mask, /*with_low=*/true);
+  EXPECT_NE(out.x.grad_fn()->name().find("ResidualSkipCpu"), std::string::npos) << out.x.grad_fn()->name();
+  EXPECT_TRUE(torch::equal(out.x, rx));
+  EXPECT_TRUE(torch::equal(out.skip, rs));
+  EXPECT_TRUE(torch::equal(out.x_low, out.x));
+  EXPECT_EQ(out.x[2].slice(1, 1).abs().sum().item<double>(), 0.0);  // item 2 is one frame long
+  const auto gx = torch::randn({b, h, t}), gs = torch::randn({b, h, t});
+  torch::autograd::backward({rx, rs}, {gx, gs});
+  torch::autograd::backward({out.x, out.skip}, {gx, gs});
+  for (int k = 0; k < 3; ++k) EXPECT_TRUE(torch::equal(op_in[k].grad(), ref_in[k].grad())) << "input " << k;
+
+  for (const bool with_x : {true, false}) {
+    SCOPED_TRACE(with_x ? "masked sum with x" : "masked sum without x");
+    std::vector<torch::Tensor> sum_inputs{torch::randn({b, h, t}), torch::randn({b, h, t})};
+    auto ref = leaf_copies(sum_inputs), op = leaf_copies(sum_inputs);
+    auto r = masked_sum_reference(with_x ? ref[1] : torch::Tensor(), ref[0], {}, mask);
+    auto o = masked_sum(with_x ? op[1] : torch::Tensor(), op[0], {}, mask).out;
+    EXPECT_NE(o.grad_fn()->name().find("MaskedSumCpu"), std::string::npos) << o.grad_fn()->name();
+    EXPECT_TRUE(torch::equal(o, r));
+    r.backward(gx);
+    o.backward(gx);
+    EXPECT_TRUE(torch::equal(op[0].grad(), ref[0].grad()));
+    if (with_x) EXPECT_TRUE(torch::equal(op[1].grad(), ref[1].grad()));
+  }
+}
+
 // The kernels' tests: skipped without a GPU.
 class WnFusedCuda : public ::testing::Test {
  protected:
