@@ -6,7 +6,9 @@ Per op name: self time (its own duration less that of the ops it called), calls,
 share of the wall time of the "monoflow_call" (inference) or "monoflow_step" (training)
 ranges. Ops run on the calling thread; the intra-op worker threads' time shows up inside the op
 that waited for them. With --shapes, per op name and input shapes (the benchmarks record them
-on the CPU), which tells one call site from another.
+on the CPU), which tells one call site from another. A custom autograd function's forward is no
+ATen op: monoflow's CPU ones name theirs to the profiler (RECORD_FUNCTION, rows "monoflow::..."),
+their backwards are the "torch::autograd::CppNode<...>" rows.
 
     python3 scripts/profile_cpu_ops.py trace.json [--top 25] [--shapes]
 """

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -157,6 +158,7 @@ torch::Tensor masked(const torch::Tensor& x, uint64_t key, double keep) {
 // The gradient is the same mask and scale, regenerated from the saved key.
 struct CpuDropout : torch::autograd::Function<CpuDropout> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, double keep) {
+    RECORD_FUNCTION("monoflow::CpuDropout", std::vector<c10::IValue>({x}));
     const uint64_t key = draw_key();
     ctx->saved_data["key"] = static_cast<int64_t>(key);
     ctx->saved_data["keep"] = keep;

@@ -1,6 +1,7 @@
 #include "models/flow_train_cpu.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <cmath>
 #include <cstring>
@@ -103,6 +104,7 @@ class InvConvMixCpu : public torch::autograd::Function<InvConvMixCpu> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight,
                                const torch::Tensor& x_mask_in) {
+    RECORD_FUNCTION("monoflow::InvConvMixCpu", std::vector<c10::IValue>({x_in, weight}));
     const torch::Tensor x = x_in.contiguous(), x_mask = x_mask_in.contiguous();
     ctx->save_for_backward({x, weight, x_mask});
     return invconv_mix_kernel(x, weight, x_mask);
@@ -155,6 +157,7 @@ class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& ml_in,
                              const torch::Tensor& mask_in) {
+    RECORD_FUNCTION("monoflow::CouplingAffineCpu", std::vector<c10::IValue>({x_in, ml_in}));
     const torch::Tensor x = x_in.contiguous(), ml = ml_in.contiguous(), mask = mask_in.contiguous();
     const int64_t batch = x.size(0), frames = x.size(2);
     const CouplingRows rows{x.size(1), frames, x.size(1) / 2};

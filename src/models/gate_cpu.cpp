@@ -1,6 +1,7 @@
 #include "models/gate_cpu.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -111,6 +112,7 @@ torch::Tensor gate_backward(const torch::Tensor& x, const torch::Tensor& grad_in
 class CpuGate : public torch::autograd::Function<CpuGate> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x_in) {
+    RECORD_FUNCTION("monoflow::CpuGate", std::vector<c10::IValue>({x_in}));
     const torch::Tensor x = x_in.contiguous();
     ctx->save_for_backward({x});
     return gate_forward(x);

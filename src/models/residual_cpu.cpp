@@ -1,6 +1,7 @@
 #include "models/residual_cpu.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include "models/cpu_rows.h"
 
@@ -57,6 +58,7 @@ class ResidualSkipCpu : public torch::autograd::Function<ResidualSkipCpu> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& skip_in,
                              const torch::Tensor& res_skip_in, const torch::Tensor& x_mask) {
+    RECORD_FUNCTION("monoflow::ResidualSkipCpu", std::vector<c10::IValue>({x_in, res_skip_in}));
     const torch::Tensor x = x_in.contiguous(), skip = skip_in.contiguous(), res_skip = res_skip_in.contiguous();
     const torch::Tensor mask = x_mask.contiguous();
     const int64_t b = x.size(0), h = x.size(1), frames = x.size(2);
@@ -100,6 +102,7 @@ class MaskedSumCpu : public torch::autograd::Function<MaskedSumCpu> {
   // x: float [B, H, T] or an empty tensor (none).
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& res_in,
                                const torch::Tensor& x_mask) {
+    RECORD_FUNCTION("monoflow::MaskedSumCpu", std::vector<c10::IValue>({res_in}));
     const bool has_x = x_in.numel() > 0;
     const torch::Tensor x = has_x ? x_in.contiguous() : x_in, res = res_in.contiguous(), mask = x_mask.contiguous();
     const int64_t b = res.size(0), h = res.size(1), frames = res.size(2);
