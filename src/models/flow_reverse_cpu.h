@@ -13,7 +13,7 @@
 namespace monoflow::models::cpu {
 
 // Whether x [B, C, T] and x_mask [B, 1, T] are float32 CPU tensors of one batch and length: what
-// the CPU flow kernels here and in flow_train_cpu.h take.
+// the CPU flow kernels here and in flow_train_cpu.h take, and residual_cpu.h's WN passes.
 bool cpu_float_rows(const torch::Tensor& x, const torch::Tensor& x_mask);
 
 // Whether the kernels below take x and x_mask: cpu_float_rows, no gradient being recorded.

@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #include "models/cpu_rows.h"
+#include "models/flow_reverse_cpu.h"
 
 namespace monoflow::models::cpu {
 
@@ -11,15 +12,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
-
-bool float_cpu(const torch::Tensor& t) {
-  return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.layout() == torch::kStrided;
-}
-
-bool mask_of(const torch::Tensor& x_mask, const torch::Tensor& like) {
-  return float_cpu(x_mask) && x_mask.dim() == 3 && x_mask.size(0) == like.size(0) && x_mask.size(1) == 1 &&
-         x_mask.size(2) == like.size(2);
-}
 
 // Rows of T frames of [B, C, T] tensors: row r is item r / c, channel r % c; `each(r, item)`
 // for every row, split between at::parallel_for tasks (elementwise: the same values for any
@@ -30,6 +22,9 @@ void for_each_row(int64_t items, int64_t channels, int64_t frames, const F& each
     for (int64_t r = begin; r < end; ++r) each(r, r / channels);
   });
 }
+
+// Where res_skip [B, 2H, T]'s res row of item `item`, channel c starts (its skip row: H rows on).
+int64_t res_row(int64_t item, int64_t c, int64_t h, int64_t frames) { return (item * 2 * h + c) * frames; }
 
 // out = (x + res) * m over one row (x may be nullptr: zero).
 void masked_row(const float* x, const float* res, const float* m, float* out, int64_t frames) {
@@ -67,7 +62,7 @@ class ResidualSkipCpu : public torch::autograd::Function<ResidualSkipCpu> {
                 *pm = mask.data_ptr<float>();
     float *pxo = x_out.data_ptr<float>(), *pso = skip_out.data_ptr<float>();
     for_each_row(b, h, frames, [&](int64_t r, int64_t item) {
-      const int64_t row = r * frames, res = ((r / h) * 2 * h + r % h) * frames, skip_half = res + h * frames;
+      const int64_t row = r * frames, res = res_row(item, r % h, h, frames), skip_half = res + h * frames;
       masked_row(px + row, prs + res, pm + item * frames, pxo + row, frames);
       for (int64_t t = 0; t < frames; ++t) pso[row + t] = ps[row + t] + prs[skip_half + t];
     });
@@ -88,8 +83,8 @@ class ResidualSkipCpu : public torch::autograd::Function<ResidualSkipCpu> {
     const torch::Tensor g_skip = gs.defined() ? gs.contiguous() : torch::zeros(sizes, mask.options());
     const float *pgx = grad_x.data_ptr<float>(), *pgs = g_skip.data_ptr<float>();
     float* prs = grad_res_skip.data_ptr<float>();
-    for_each_row(b, h, frames, [&](int64_t r, int64_t) {
-      const int64_t row = r * frames, res = ((r / h) * 2 * h + r % h) * frames;
+    for_each_row(b, h, frames, [&](int64_t r, int64_t item) {
+      const int64_t row = r * frames, res = res_row(item, r % h, h, frames);
       std::copy(pgx + row, pgx + row + frames, prs + res);
       std::copy(pgs + row, pgs + row + frames, prs + res + h * frames);
     });
@@ -129,9 +124,8 @@ class MaskedSumCpu : public torch::autograd::Function<MaskedSumCpu> {
 
 bool residual_skip_cpu_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                                const torch::Tensor& x_mask) {
-  return float_cpu(x) && float_cpu(skip_sum) && float_cpu(res_skip) && x.dim() == 3 && skip_sum.sizes() == x.sizes() &&
-         res_skip.dim() == 3 && res_skip.size(0) == x.size(0) && res_skip.size(1) == 2 * x.size(1) &&
-         res_skip.size(2) == x.size(2) && mask_of(x_mask, x);
+  return cpu_float_rows(x, x_mask) && cpu_float_rows(skip_sum, x_mask) && skip_sum.sizes() == x.sizes() &&
+         cpu_float_rows(res_skip, x_mask) && res_skip.size(1) == 2 * x.size(1);
 }
 
 ResidualSkipOutput residual_skip_cpu(const torch::Tensor& x, const torch::Tensor& skip_sum,
@@ -143,8 +137,7 @@ ResidualSkipOutput residual_skip_cpu(const torch::Tensor& x, const torch::Tensor
 }
 
 bool masked_sum_cpu_applies(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& x_mask) {
-  return float_cpu(res) && res.dim() == 3 && (!x.defined() || (float_cpu(x) && x.sizes() == res.sizes())) &&
-         mask_of(x_mask, res);
+  return cpu_float_rows(res, x_mask) && (!x.defined() || (cpu_float_rows(x, x_mask) && x.sizes() == res.sizes()));
 }
 
 torch::Tensor masked_sum_cpu(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& x_mask) {
