@@ -147,7 +147,43 @@ class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
   }
 };
 
+class CouplingInput : public torch::autograd::Function<CouplingInput> {
+ public:
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x) {
+    const int64_t half = x.size(1) / 2;
+    ctx->saved_data["half"] = half;
+    return {x.narrow(1, 0, half).unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast), x};
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const int64_t half = ctx->saved_data["half"].toInt();
+    const auto &grad_rows = grads[0], &grad_x = grads[1];
+    if (!grad_rows.defined()) return {grad_x};
+    if (!grad_x.defined()) {
+      auto g = torch::zeros({grad_rows.size(0), 2 * half, grad_rows.size(3)}, grad_rows.options().memory_format(
+                                                                                   torch::MemoryFormat::Contiguous));
+      g.narrow(1, 0, half).copy_(grad_rows.squeeze(2));
+      return {g};
+    }
+    // grad_x is CouplingAffine's fresh gradient (coupling_input's contract), so adding into it
+    // in place changes no tensor that anything else holds.
+    grad_x.narrow(1, 0, half).add_(grad_rows.squeeze(2));
+    return {grad_x};
+  }
+};
+
 }  // namespace
+
+bool fused_coupling_input_applies(const torch::Tensor& x, const torch::Tensor& x_mask) {
+  return x.is_cuda() && x.dim() == 3 && x.scalar_type() == torch::kFloat && x.is_contiguous() && x.size(1) % 2 == 0 &&
+         mask_fits(x_mask, x);
+}
+
+std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x) {
+  TORCH_CHECK(x.dim() == 3 && x.size(1) % 2 == 0, "coupling_input: expected [B, C, T] with C even, got ", x.sizes());
+  auto r = CouplingInput::apply(x);
+  return {r[0], r[1]};
+}
 
 bool fused_coupling_applies(const torch::Tensor& x, const torch::Tensor& out, const torch::Tensor& bias,
                             const torch::Tensor& x_mask) {

@@ -16,6 +16,7 @@
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/channel_norm_cuda.h"
+#include "models/flow_fused_cuda.h"
 #endif
 
 namespace monoflow::models {
@@ -346,9 +347,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     if (last) {
       // The last layer's output joins the skip sum, masked: one kernel (or CPU pass) each way.
       if (fused) return masked_sum(output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask).out;
-      const auto res = res_skip_layer.forward(acts);
-      // The GPU's composite path (speaker conditioning) keeps the official ops.
-      return x.is_cuda() ? (output + res) * x_mask : masked_sum(output, res, {}, x_mask).out;
+      return masked_sum(output, res_skip_layer.forward(acts), {}, x_mask).out;
     } else {
       auto out = fused ? residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias,
                                        x_mask, low_copies)
@@ -481,6 +480,20 @@ CouplingBlockImpl::CouplingBlockImpl(int64_t in_channels, int64_t hidden_channel
 std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask,
                                                                    const torch::Tensor& g, bool reverse) {
   const int64_t half = in_channels_ / 2;
+#ifdef MONOFLOW_HAS_CUDA
+  // GPU training through the fused transform: x_0's rows and x as one op (flow_fused_cuda.h).
+  if (!reverse && !sigmoid_scale_ && cuda::fused_coupling_input_applies(x, x_mask)) {
+    const auto [time_rows, x_whole] = cuda::coupling_input(x);
+    const auto mask = x_mask.unsqueeze(2);
+    const bool autocast = at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto start_out = masked_sum({}, start->forward_without_bias(time_rows), start->bias, mask, autocast);
+    const auto h = wn->forward(start_out.out, mask, g, start_out.out_low);
+    const auto out = conv_over_time(h, end->weight, {}).squeeze(2);
+    TORCH_CHECK(cuda::fused_coupling_applies(x_whole, out, end->bias, x_mask),
+                "CouplingBlock: the fused coupling transform does not apply to the network's output");
+    return cuda::coupling_affine(x_whole, out, end->bias, x_mask);
+  }
+#endif
   const auto halves = x.split(half, 1);  // split, not slice: see gated_activation_reference
   const auto& x_0 = halves[0];
   const auto& x_1 = halves[1];
@@ -498,12 +511,6 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
     const bool autocast = at::autocast::is_autocast_enabled(at::kCUDA);
     const auto start_out = masked_sum({}, start->forward_without_bias(time_rows), start->bias, mask, autocast);
     const auto h = wn->forward(start_out.out, mask, g, start_out.out_low);
-    // The affine transform with the end convolution's bias as one kernel each way, where it
-    // applies (a GPU, the channels-last network, no sigmoid scale); the official ops otherwise.
-    if (!reverse && !sigmoid_scale_) {
-      out = conv_over_time(h, end->weight, {}).squeeze(2);
-      return coupling_affine(x, out, end->bias, x_mask);
-    }
     out = conv_over_time(h, end->weight, end->bias).squeeze(2);
   }
   const auto m_and_logs = out.split(half, 1);

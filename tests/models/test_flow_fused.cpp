@@ -13,6 +13,10 @@
 #include "models/flow_reverse_cpu.h"
 #include "models/flow_train_cpu.h"
 
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/flow_fused_cuda.h"
+#endif
+
 namespace monoflow::models {
 namespace {
 
@@ -298,6 +302,45 @@ TEST(FlowFusedCuda, CouplingAffineMatchesTheReferenceForwardAndBackward) {
               (k.out_dtype == torch::kFloat ? 1e-4 : 5e-2) * std::max(1.0, ref[2].grad().abs().max().item<double>()));
   }
 }
+
+
+#ifdef MONOFLOW_HAS_CUDA
+// The coupling's input op: x_0's rows for the network and x for the fused transform, whose
+// gradients meet in place; against split, a copy to rows and the reference transform. Also
+// with only one of its outputs used (the other's gradient undefined).
+TEST(FlowFusedCuda, CouplingInputGivesTheGradientOfSplitAndTransform) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  torch::manual_seed(12);
+  const int64_t b = 3, c = 10, t = 37, half = c / 2;
+  auto mask = mask_of({t, 20, 31}, t).to(torch::kCUDA);
+  auto x = torch::randn({b, c, t}, torch::kCUDA);
+  auto out = (torch::randn({b, t, c}, torch::kCUDA) * 0.5).transpose(1, 2);
+  auto bias = torch::randn({c}, torch::kCUDA) * 0.1;
+  auto w_rows = torch::randn({b, half, 1, t}, torch::kCUDA), gz = torch::randn({b, c, t}, torch::kCUDA);
+  ASSERT_TRUE(cuda::fused_coupling_input_applies(x, mask));
+  EXPECT_FALSE(cuda::fused_coupling_input_applies(x.transpose(1, 2).contiguous().transpose(1, 2), mask));
+  EXPECT_FALSE(cuda::fused_coupling_input_applies(x.narrow(1, 0, 9).contiguous(), mask));
+  for (const int uses : {3, 1, 2}) {  // bit 1: the rows, bit 2: the transform
+    SCOPED_TRACE("uses " + std::to_string(uses));
+    auto x_ref = x.clone().requires_grad_(true), x_op = x.clone().requires_grad_(true);
+    auto loss_of = [&](const torch::Tensor& rows, const torch::Tensor& whole) {
+      auto loss = torch::zeros({}, torch::kCUDA);
+      if (uses & 1) loss = loss + (rows * w_rows).sum();
+      if (uses & 2) loss = loss + (coupling_affine(whole, out, bias, mask).first * gz).sum();
+      return loss;
+    };
+    const auto rows_ref = x_ref.split(half, 1)[0].unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast);
+    loss_of(rows_ref, x_ref).backward();
+    const auto [rows_op, whole_op] = cuda::coupling_input(x_op);
+    EXPECT_TRUE(rows_op.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_TRUE(torch::equal(rows_op, rows_ref));
+    EXPECT_TRUE(torch::equal(whole_op, x));
+    loss_of(rows_op, whole_op).backward();
+    EXPECT_LE(max_abs_diff(x_op.grad(), x_ref.grad()), 1e-6);
+    EXPECT_GT(x_ref.grad().narrow(1, 0, half).abs().max().item<double>(), 0.1);
+  }
+}
+#endif  // MONOFLOW_HAS_CUDA
 
 }  // namespace
 }  // namespace monoflow::models
