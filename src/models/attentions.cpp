@@ -40,11 +40,11 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(int64_t channels, int64_t out_cha
 }
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& c,
-                                              const torch::Tensor& attn_mask) {
+                                              const torch::Tensor& attn_mask, double output_dropout) {
   auto q = conv1d_forward(*conv_q, x);
   auto k = conv1d_forward(*conv_k, c);
   auto v = conv1d_forward(*conv_v, c);
-  return conv1d_forward(*conv_o, attention(q, k, v, attn_mask));
+  return conv1d_act(*conv_o, attention(q, k, v, attn_mask), {}, /*relu=*/false, output_dropout, is_training());
 }
 
 torch::Tensor MultiHeadAttentionImpl::relative_embeddings(const torch::Tensor& emb, int64_t length) {
@@ -145,10 +145,11 @@ FFNImpl::FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_chann
                                                            .padding(kernel_size / 2)));
 }
 
-torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask) {
-  auto y = torch::relu(conv1d_forward(*conv_1, x * x_mask));
-  y = models::dropout(y, p_dropout_, is_training());
-  return conv1d_forward(*conv_2, y * x_mask) * x_mask;
+torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask, double output_dropout) {
+  // The official order is relu, dropout, then conv_2(y * x_mask) * x_mask; the hidden mask goes
+  // on y itself here, and the masked output's dropout commutes with its mask (0 or 1).
+  auto y = conv1d_act(*conv_1, x * x_mask, x_mask, /*relu=*/true, p_dropout_, is_training());
+  return conv1d_act(*conv_2, y, x_mask, /*relu=*/false, output_dropout, is_training());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -173,11 +174,10 @@ torch::Tensor AttentionEncoderImpl::forward(torch::Tensor x, const torch::Tensor
   auto attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1);  // [B,1,T,T]
   for (int64_t i = 0; i < n_layers_; ++i) {
     x = x * x_mask;
-    auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask);
-    y = models::dropout(y, p_dropout_, is_training());
+    // Each sublayer's dropout in its last convolution's epilogue (conv_bias.h: conv1d_act).
+    auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask, p_dropout_);
     x = norm_layers_1[i]->as<LayerNorm>()->forward(x + y);
-    y = ffn_layers[i]->as<FFN>()->forward(x, x_mask);
-    y = models::dropout(y, p_dropout_, is_training());
+    y = ffn_layers[i]->as<FFN>()->forward(x, x_mask, p_dropout_);
     x = norm_layers_2[i]->as<LayerNorm>()->forward(x + y);
   }
   return x * x_mask;

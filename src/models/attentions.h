@@ -14,8 +14,11 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // window_size 0: no relative positions; block_length 0: no block mask.
   MultiHeadAttentionImpl(int64_t channels, int64_t out_channels, int64_t n_heads, int64_t window_size = 0,
                          double p_dropout = 0.0, int64_t block_length = 0);
-  // x, c: [B, channels, T]; attn_mask: [B, 1, T, T] (1 inside). Returns [B, out_channels, T].
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& attn_mask = {});
+  // x, c: [B, channels, T]; attn_mask: [B, 1, T, T] (1 inside). Returns [B, out_channels, T],
+  // with dropout of probability output_dropout in training (the encoder's, after the layer: on
+  // the GPU in the output convolution's epilogue).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& c, const torch::Tensor& attn_mask = {},
+                        double output_dropout = 0.0);
   torch::Tensor emb_rel_k, emb_rel_v;  // [1, 2*window+1, channels/n_heads]
 
   // The relative-position index shuffles (exposed for tests).
@@ -51,12 +54,14 @@ torch::Tensor relative_attention(const torch::Tensor& q, const torch::Tensor& k,
                                  const torch::Tensor& emb_k, const torch::Tensor& emb_v, const torch::Tensor& mask,
                                  double dropout_p);
 
-// conv(kernel) -> relu -> dropout -> conv(kernel), masked before each conv and at the end.
+// conv(kernel) -> relu -> dropout -> conv(kernel), masked before each conv and at the end; then
+// dropout of probability output_dropout in training (the encoder's, after the layer: on the GPU
+// in the second convolution's epilogue, conv_bias.h).
 class FFNImpl : public torch::nn::Module {
  public:
   FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_channels, int64_t kernel_size,
           double p_dropout = 0.0);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& x_mask);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& x_mask, double output_dropout = 0.0);
 
  private:
   double p_dropout_;

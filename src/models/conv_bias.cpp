@@ -1,5 +1,11 @@
 #include "models/conv_bias.h"
 
+#include "models/dropout.h"
+
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/bias_act_cuda.h"
+#endif
+
 namespace monoflow::models {
 
 namespace {
@@ -27,13 +33,41 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
   return ChannelBias::apply(y, bias);
 }
 
-torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
+namespace {
+
+// The convolution without its bias, where it can leave the bias to an epilogue: a GPU, a bias,
+// [B, C, T] input and zero padding; undefined otherwise.
+torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
   const auto& o = conv.options;
   const auto* padding = std::get_if<torch::ExpandingArray<1>>(&o.padding());
   const bool zero_padded = padding && std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode());
-  if (!x.is_cuda() || !conv.bias.defined() || x.dim() != 3 || !zero_padded) return conv.forward(x);
-  auto y = torch::conv1d(x, conv.weight, /*bias=*/{}, o.stride(), *padding, o.dilation(), o.groups());
+  if (!x.is_cuda() || !conv.bias.defined() || x.dim() != 3 || !zero_padded) return {};
+  return torch::conv1d(x, conv.weight, /*bias=*/{}, o.stride(), *padding, o.dilation(), o.groups());
+}
+
+}  // namespace
+
+torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
+  auto y = conv1d_without_bias(conv, x);
+  if (!y.defined()) return conv.forward(x);
+#ifdef MONOFLOW_HAS_CUDA
+  if (cuda::fused_bias_act_applies(y, conv.bias, {})) return cuda::bias_act(y, conv.bias, {}, false, 0.0);
+#endif
   return add_channel_bias(y, conv.bias);
+}
+
+torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, const torch::Tensor& mask, bool relu,
+                         double p, bool training) {
+  auto y = conv1d_without_bias(conv, x);
+#ifdef MONOFLOW_HAS_CUDA
+  if (y.defined() && cuda::fused_bias_act_applies(y, conv.bias, mask)) {
+    return cuda::bias_act(y, conv.bias, mask, relu, training ? p : 0.0);
+  }
+#endif
+  auto out = y.defined() ? add_channel_bias(y, conv.bias) : conv.forward(x);
+  if (relu) out = torch::relu(out);
+  out = models::dropout(out, p, training);
+  return mask.defined() ? out * mask : out;
 }
 
 }  // namespace monoflow::models

@@ -13,4 +13,11 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
 // convolution's bias in a kernel of its own anyway, so the forward numbers are the same.
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x);
 
+// A text-side convolution with its epilogue: mask * dropout(act(conv(x))), act ReLU when `relu`,
+// dropout with probability p when training, mask [B, 1, T] of zeros and ones or undefined (none).
+// On the GPU the bias, ReLU, dropout and mask are one kernel each way (bias_act_cuda.h) after
+// the convolution without its bias; elsewhere the official ops in that order.
+torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, const torch::Tensor& mask, bool relu,
+                         double p, bool training);
+
 }  // namespace monoflow::models

@@ -5,10 +5,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "models/conv_bias.h"
 #include "models/modules.h"
+
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/bias_act_cuda.h"
+#endif
 
 namespace monoflow::models {
 namespace {
@@ -103,6 +108,83 @@ TEST(EncoderOps, ChannelBiasAddsPerChannelAndSumsItsGradient) {
   // g[b][c][t] = 15 b + 5 c + t: channel c sums to 95 + 50 c
   EXPECT_LT(max_abs_diff(grads[1], torch::tensor({95.0, 145.0, 195.0})), 1e-4);
 }
+
+
+// conv1d_act: the convolution, then ReLU, dropout and the mask, each case against the official
+// ops in that order (without dropout, values and gradients on every device; the CPU takes the
+// official ops themselves).
+TEST(EncoderOps, ConvActEqualsTheOfficialOpsWithoutDropout) {
+  for (const auto& device : devices()) {
+    for (const bool relu : {false, true}) {
+      for (const bool masked : {false, true}) {
+        SCOPED_TRACE(std::string(relu ? "relu" : "no relu") + (masked ? ", mask" : ", no mask"));
+        torch::manual_seed(6);
+        torch::nn::Conv1d conv(torch::nn::Conv1dOptions(16, 32, 3).padding(1));
+        conv->to(device);
+        auto x = torch::randn({4, 16, 21}).to(device).requires_grad_(true);
+        auto g = torch::randn({4, 32, 21}).to(device);
+        auto mask = masked ? (torch::arange(21).view({1, 1, 21}) < torch::tensor({21, 9, 21, 1}).view({4, 1, 1}))
+                                 .to(torch::kFloat)
+                                 .to(device)
+                           : torch::Tensor();
+        auto y = conv1d_act(*conv, x, mask, relu, 0.5, /*training=*/false);
+        auto grads = torch::autograd::grad({y}, {x, conv->weight, conv->bias}, {g});
+        auto y_ref = torch::conv1d(x, conv->weight, conv->bias, 1, 1);
+        if (relu) y_ref = torch::relu(y_ref);
+        if (masked) y_ref = y_ref * mask;
+        auto grads_ref = torch::autograd::grad({y_ref}, {x, conv->weight, conv->bias}, {g});
+        EXPECT_LT(max_abs_diff(y, y_ref), 1e-5) << device;
+        for (size_t i = 0; i < grads.size(); ++i) {
+          EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-4) << device << " gradient " << i;
+        }
+      }
+    }
+  }
+}
+
+#ifdef MONOFLOW_HAS_CUDA
+// The GPU's epilogue kernel with dropout: every output is 0 or the undropped value times
+// 1 / keep, about keep of them survive, a reseeded generator repeats the mask, and the backward
+// passes the gradient exactly where the forward kept a value (ReLU: where the output is > 0),
+// the bias's gradient being its sum. Rows of odd length take the kernel's element-wise path,
+// rows of a multiple of 4 its 16-byte one.
+TEST(EncoderOps, BiasActCudaDropoutKeepsAndPassesTheSameElements) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const double p = 0.3;
+  for (const int64_t t : {37, 180}) {
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE("T " + std::to_string(t) + (relu ? " relu" : ""));
+      const int64_t b = 8, c = 96;
+      auto y = torch::randn({b, c, t}, torch::kCUDA).requires_grad_(true);
+      auto bias = (torch::randn({c}, torch::kCUDA) * 0.1).requires_grad_(true);
+      std::vector<int64_t> lengths{t, t / 2, 1, t, t - 3, t, 2, t};
+      auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor(lengths).view({b, 1, 1})).to(torch::kFloat).cuda();
+      ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
+      torch::cuda::manual_seed(21);
+      auto out = cuda::bias_act(y, bias, mask, relu, p);
+      torch::cuda::manual_seed(21);
+      EXPECT_TRUE(torch::equal(out, cuda::bias_act(y, bias, mask, relu, p)));
+      auto plain = (relu ? torch::relu(y + bias.view({1, -1, 1})) : y + bias.view({1, -1, 1})) * mask;
+      auto kept = (out != 0).logical_and(plain != 0);
+      const auto dropped_or_zero = (out == 0);
+      EXPECT_TRUE(kept.logical_or(dropped_or_zero).all().item<bool>());
+      EXPECT_LT(max_abs_diff(torch::where(kept, out, torch::zeros_like(out)),
+                             torch::where(kept, plain / (1 - p), torch::zeros_like(out))),
+                1e-5);
+      const double share = kept.sum().item<double>() / (plain != 0).sum().item<double>();
+      EXPECT_NEAR(share, 1 - p, 0.02);
+      auto g = torch::randn({b, c, t}, torch::kCUDA);
+      auto grads = torch::autograd::grad({out}, {y, bias}, {g});
+      auto expected = torch::where(kept, g / (1 - p), torch::zeros_like(g));
+      // Without ReLU a kept element whose value is 0 (masked out) still has no gradient, as
+      // the mask's product says; where plain is 0 only through ReLU, none either.
+      EXPECT_LT(max_abs_diff(grads[0], expected), 1e-5);
+      EXPECT_LT(max_abs_diff(grads[1], grads[0].sum(at::IntArrayRef{0, 2})),
+                1e-4 * std::max(1.0, grads[1].abs().max().item<double>()));
+    }
+  }
+}
+#endif  // MONOFLOW_HAS_CUDA
 
 }  // namespace
 }  // namespace monoflow::models

@@ -1,0 +1,76 @@
+#include "models/bias_act_cuda.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "models/cuda_dispatch.h"
+#include "models/kernels/bias_act_kernels.h"
+#include "models/philox_state_cuda.h"
+
+namespace monoflow::models::cuda {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::tensor_list;
+
+class BiasAct : public torch::autograd::Function<BiasAct> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& y, const torch::Tensor& bias,
+                               const torch::Tensor& mask_in, bool relu, double p) {
+    const c10::cuda::CUDAGuard guard(y.device());
+    const int64_t b = y.size(0), c = y.size(1), t = y.size(2);
+    const torch::Tensor mask = mask_in.numel() > 0 ? mask_in.to(torch::kFloat).contiguous() : torch::Tensor();
+    const auto dropout = start_dropout(p, y.device());
+    auto out = torch::empty_like(y);
+    check_launch(kernels::launch_bias_act_forward(y.data_ptr<float>(), bias.contiguous().data_ptr<float>(),
+                                                  mask.defined() ? mask.data_ptr<float>() : nullptr,
+                                                  out.data_ptr<float>(), b, c, t, relu, dropout,
+                                                  at::cuda::getCurrentCUDAStream()),
+                 "bias_act forward");
+    // With ReLU the backward reads which elements passed from the output (the next
+    // convolution keeps it for its weight's gradient anyway); without, from dropout's state.
+    ctx->save_for_backward({relu ? out : torch::Tensor(), mask});
+    ctx->saved_data["relu"] = relu;
+    save_dropout(ctx, dropout);
+    return out;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &out = saved[0], &mask = saved[1];
+    const bool relu = ctx->saved_data["relu"].toBool();
+    const auto dropout = saved_dropout(ctx);
+    const torch::Tensor grad_out = grads[0].contiguous();
+    const c10::cuda::CUDAGuard guard(grad_out.device());
+    const int64_t b = grad_out.size(0), c = grad_out.size(1), t = grad_out.size(2);
+    auto grad_y = torch::empty_like(grad_out);
+    auto row_sums = torch::empty({b, c}, grad_out.options());
+    check_launch(kernels::launch_bias_act_backward(grad_out.data_ptr<float>(), relu ? out.data_ptr<float>() : nullptr,
+                                                   mask.defined() ? mask.data_ptr<float>() : nullptr,
+                                                   grad_y.data_ptr<float>(), row_sums.data_ptr<float>(), b, c, t, relu,
+                                                   dropout, at::cuda::getCurrentCUDAStream()),
+                 "bias_act backward");
+    return {grad_y, column_sums(row_sums, torch::kFloat), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+bool fused_bias_act_applies(const torch::Tensor& y, const torch::Tensor& bias, const torch::Tensor& mask) {
+  if (!y.is_cuda() || y.dim() != 3 || y.scalar_type() != torch::kFloat || !y.is_contiguous()) return false;
+  if (!bias.defined() || bias.dim() != 1 || bias.size(0) != y.size(1) || bias.scalar_type() != torch::kFloat ||
+      bias.device() != y.device()) {
+    return false;
+  }
+  if (!mask.defined()) return true;
+  return mask.dim() == 3 && mask.size(0) == y.size(0) && mask.size(1) == 1 && mask.size(2) == y.size(2) &&
+         mask.device() == y.device();
+}
+
+torch::Tensor bias_act(const torch::Tensor& y, const torch::Tensor& bias, const torch::Tensor& mask, bool relu,
+                       double p) {
+  // An autograd function takes no undefined tensor: "no mask" travels as an empty one.
+  return BiasAct::apply(y, bias, mask.defined() ? mask : torch::empty({0}, y.options()), relu, p);
+}
+
+}  // namespace monoflow::models::cuda

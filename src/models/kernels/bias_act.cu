@@ -1,0 +1,151 @@
+// The text encoder's convolution epilogues (bias_act_kernels.h): the bias, ReLU, dropout and the
+// mask that ATen ran as four broadcasting or element-wise kernels forward (the bias and the mask
+// over [B, C, T] with stride-0 operands, which ATen's vectorised path does not take) and five
+// back (the bias's gradient as two reductions), here one each way. One warp per (item, channel)
+// row of T values: each lane takes four consecutive times, so that with T % 4 == 0 its four
+// elements are one Philox block (one evaluation for four uniforms), and the warp's sum of the
+// row's gradient is the bias's partial sum for that row.
+#include "models/kernels/bias_act_kernels.h"
+
+#include "models/kernels/philox_dropout.cuh"
+
+#include <cstdint>
+#include <initializer_list>
+
+namespace monoflow::models::kernels {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+// The four uniforms of elements e .. e + 3 of a row: one Philox block when e % 4 == 0, else one
+// evaluation per element (a row length that is not a multiple of 4).
+__device__ __forceinline__ float4 uniforms_at(const Dropout& d, uint64_t e) {
+  if (e % 4 == 0) return uniform4(d, e / 4);
+  float u[4];
+  for (int k = 0; k < 4; ++k) {
+    const float4 v = uniform4(d, (e + k) / 4);
+    const int lane = static_cast<int>((e + k) % 4);
+    u[k] = lane == 0 ? v.x : lane == 1 ? v.y : lane == 2 ? v.z : v.w;
+  }
+  return make_float4(u[0], u[1], u[2], u[3]);
+}
+
+__device__ __forceinline__ float component(const float4& v, int k) {
+  return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+
+// Up to four values from p (n of them, the rest 0): one 16-byte load where `vec` says that p is
+// aligned and all four are there.
+__device__ __forceinline__ float4 load4(const float* p, int64_t n, bool vec) {
+  if (vec && n >= 4) return *reinterpret_cast<const float4*>(p);
+  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int k = 0; k < 4 && k < n; ++k) v[k] = p[k];
+  return make_float4(v[0], v[1], v[2], v[3]);
+}
+
+__device__ __forceinline__ void store4(float* p, const float4& v, int64_t n, bool vec) {
+  if (vec && n >= 4) {
+    *reinterpret_cast<float4*>(p) = v;
+    return;
+  }
+  for (int k = 0; k < 4 && k < n; ++k) p[k] = component(v, k);
+}
+
+__global__ void bias_act_forward_kernel(const float* __restrict__ y, const float* __restrict__ bias,
+                                        const float* __restrict__ mask, float* __restrict__ out, int64_t rows,
+                                        int64_t c, int64_t t, bool relu, bool vec, PhiloxDropout dropout) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const Dropout d = unpack(dropout);
+  const int lane = threadIdx.x % 32;
+  const float b = bias[row % c];
+  const float* m = mask ? mask + (row / c) * t : nullptr;
+  const int64_t base = row * t;
+  for (int64_t t0 = 4 * lane; t0 < t; t0 += 128) {
+    const int64_t n = t - t0;
+    const float4 u = d.enabled ? uniforms_at(d, static_cast<uint64_t>(base + t0)) : float4{};
+    const float4 yv = load4(y + base + t0, n, vec);
+    const float4 mv = m ? load4(m + t0, n, vec) : float4{1.0f, 1.0f, 1.0f, 1.0f};
+    float r[4];
+    for (int k = 0; k < 4; ++k) {
+      float v = component(yv, k) + b;
+      if (relu) v = fmaxf(v, 0.0f);
+      if (d.enabled) v = component(u, k) < d.keep ? v * d.scale : 0.0f;
+      r[k] = v * component(mv, k);
+    }
+    store4(out + base + t0, make_float4(r[0], r[1], r[2], r[3]), n, vec);
+  }
+}
+
+__global__ void bias_act_backward_kernel(const float* __restrict__ grad_out, const float* __restrict__ out,
+                                         const float* __restrict__ mask, float* __restrict__ grad_y,
+                                         float* __restrict__ row_sums, int64_t rows, int64_t c, int64_t t, bool relu,
+                                         bool vec, PhiloxDropout dropout) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const Dropout d = unpack(dropout);
+  const int lane = threadIdx.x % 32;
+  const float* m = mask ? mask + (row / c) * t : nullptr;
+  const int64_t base = row * t;
+  float sum = 0.0f;
+  const bool draw = d.enabled && !relu;
+  const float pass_scale = d.enabled ? d.scale : 1.0f;
+  for (int64_t t0 = 4 * lane; t0 < t; t0 += 128) {
+    const int64_t n = t - t0;
+    const float4 u = draw ? uniforms_at(d, static_cast<uint64_t>(base + t0)) : float4{};
+    const float4 gv = load4(grad_out + base + t0, n, vec);
+    const float4 mv = m ? load4(m + t0, n, vec) : float4{1.0f, 1.0f, 1.0f, 1.0f};
+    const float4 ov = relu ? load4(out + base + t0, n, vec) : float4{};
+    float r[4];
+    for (int k = 0; k < 4; ++k) {
+      float g = component(gv, k) * component(mv, k);
+      if (relu) {
+        // out > 0 exactly where ReLU passed a positive value that dropout kept and the mask let through.
+        g = component(ov, k) > 0.0f ? g * pass_scale : 0.0f;
+      } else if (d.enabled) {
+        g = component(u, k) < d.keep ? g * d.scale : 0.0f;
+      }
+      r[k] = g;
+      if (k < n) sum += g;
+    }
+    store4(grad_y + base + t0, make_float4(r[0], r[1], r[2], r[3]), n, vec);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane == 0) row_sums[row] = sum;
+}
+
+int blocks_for(int64_t rows) { return static_cast<int>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+// 16-byte loads and stores where every row starts aligned: T % 4 == 0 and 16-byte aligned buffers.
+bool vectorisable(int64_t t, std::initializer_list<const void*> buffers) {
+  if (t % 4 != 0) return false;
+  for (const void* p : buffers) {
+    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+cudaError_t launch_bias_act_forward(const float* y, const float* bias, const float* mask, float* out, int64_t b,
+                                    int64_t c, int64_t t, bool relu, const PhiloxDropout& dropout,
+                                    cudaStream_t stream) {
+  const int64_t rows = b * c;
+  if (rows == 0 || t == 0) return cudaSuccess;
+  bias_act_forward_kernel<<<blocks_for(rows), 32 * kWarpsPerBlock, 0, stream>>>(
+      y, bias, mask, out, rows, c, t, relu, vectorisable(t, {y, mask, out}), dropout);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bias_act_backward(const float* grad_out, const float* out, const float* mask, float* grad_y,
+                                     float* row_sums, int64_t b, int64_t c, int64_t t, bool relu,
+                                     const PhiloxDropout& dropout, cudaStream_t stream) {
+  const int64_t rows = b * c;
+  if (rows == 0) return cudaSuccess;
+  if (t == 0) return cudaMemsetAsync(row_sums, 0, rows * sizeof(float), stream);
+  bias_act_backward_kernel<<<blocks_for(rows), 32 * kWarpsPerBlock, 0, stream>>>(
+      grad_out, out, mask, grad_y, row_sums, rows, c, t, relu, vectorisable(t, {grad_out, out, mask, grad_y}), dropout);
+  return cudaGetLastError();
+}
+
+}  // namespace monoflow::models::kernels
