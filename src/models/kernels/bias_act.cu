@@ -69,7 +69,7 @@ __global__ void bias_act_forward_kernel(const float* __restrict__ y, const float
     float r[4];
     for (int k = 0; k < 4; ++k) {
       float v = component(yv, k) + b;
-      if (relu) v = fmaxf(v, 0.0f);
+      if (relu) v = v <= 0.0f ? 0.0f : v;  // as torch.relu: a NaN stays NaN (fmaxf would zero it)
       if (d.enabled) v = component(u, k) < d.keep ? v * d.scale : 0.0f;
       r[k] = v * component(mv, k);
     }
