@@ -19,6 +19,7 @@ torch::Tensor actnorm_affine(const torch::Tensor& x, const torch::Tensor& logs, 
 #ifdef MONOFLOW_HAS_CUDA
   if (cuda::fused_actnorm_applies(x, logs, bias, x_mask)) return cuda::actnorm_affine(x, logs, bias, x_mask);
 #endif
+  if (cpu::actnorm_train_applies(x, logs, bias, x_mask)) return cpu::actnorm_affine_train(x, logs, bias, x_mask);
   return actnorm_affine_reference(x, logs, bias, x_mask);
 }
 

@@ -217,6 +217,94 @@ class CouplingAffineCpu : public torch::autograd::Function<CouplingAffineCpu> {
   }
 };
 
+// ActNorm's forward map y = (bias + exp(logs) * x) * mask, one pass each way. The scale is one
+// float exp per channel and each value's product, sum and mask the reference's three float ops
+// in their order, so y equals the reference's bits. The gradients of logs and bias sum each
+// (item, channel) row in eight float lanes and those in double, then the rows of a channel in
+// item order: the same bits for any thread count.
+class ActNormAffineCpu : public torch::autograd::Function<ActNormAffineCpu> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& logs_in,
+                               const torch::Tensor& bias_in, const torch::Tensor& mask_in) {
+    RECORD_FUNCTION("monoflow::ActNormAffineCpu", std::vector<c10::IValue>({x_in}));
+    const torch::Tensor x = x_in.contiguous(), mask = mask_in.contiguous();
+    const torch::Tensor scale = torch::exp(logs_in.detach()).reshape({-1}).contiguous();
+    const torch::Tensor bias = bias_in.detach().reshape({-1}).contiguous();
+    const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2);
+    torch::Tensor y = torch::empty_like(x);
+    const float *px = x.data_ptr<float>(), *ps = scale.data_ptr<float>(), *pb = bias.data_ptr<float>();
+    const float* pm = mask.data_ptr<float>();
+    float* py = y.data_ptr<float>();
+    at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t c = r % channels;
+        const float s = ps[c], b = pb[c];
+        const float *xr = px + r * frames, *m = pm + (r / channels) * frames;
+        float* yr = py + r * frames;
+        for (int64_t t = 0; t < frames; ++t) yr[t] = (b + s * xr[t]) * m[t];
+      }
+    });
+    ctx->save_for_backward({x, scale, mask});
+    return y;
+  }
+
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &scale = saved[1], &mask = saved[2];
+    const int64_t batch = x.size(0), channels = x.size(1), frames = x.size(2);
+    const torch::Tensor grad_y = grads[0].to(torch::kFloat).contiguous();
+    torch::Tensor grad_x = torch::empty_like(x);
+    std::vector<double> row_bias(static_cast<size_t>(batch * channels)), row_scale(row_bias.size());
+    const float *px = x.data_ptr<float>(), *ps = scale.data_ptr<float>(), *pm = mask.data_ptr<float>();
+    const float* pg = grad_y.data_ptr<float>();
+    float* pgx = grad_x.data_ptr<float>();
+    at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const float s = ps[r % channels];
+        const float *xr = px + r * frames, *gr = pg + r * frames, *m = pm + (r / channels) * frames;
+        float* gxr = pgx + r * frames;
+        // Eight float lanes each (frame t in lane t % 8, which the compiler vectorises), added in
+        // order in double at the row's end: one thread's row, the same bits for any split.
+        float lanes_g[8] = {}, lanes_gx[8] = {};
+        int64_t t = 0;
+        for (; t + 8 <= frames; t += 8) {
+          for (int k = 0; k < 8; ++k) {
+            const float g = gr[t + k] * m[t + k];  // through the mask
+            gxr[t + k] = g * s;
+            lanes_g[k] += g;
+            lanes_gx[k] += g * xr[t + k];
+          }
+        }
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (; t < frames; ++t) {
+          const float g = gr[t] * m[t];
+          gxr[t] = g * s;
+          sum_g += g;
+          sum_gx += static_cast<double>(g * xr[t]);
+        }
+        for (int k = 0; k < 8; ++k) {
+          sum_g += lanes_g[k];
+          sum_gx += lanes_gx[k];
+        }
+        row_bias[r] = sum_g;
+        row_scale[r] = sum_gx;
+      }
+    });
+    torch::Tensor grad_logs = torch::empty({1, channels, 1}, x.options());
+    torch::Tensor grad_bias = torch::empty({1, channels, 1}, x.options());
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum_g = 0.0, sum_gx = 0.0;
+      for (int64_t b = 0; b < batch; ++b) {
+        sum_g += row_bias[b * channels + c];
+        sum_gx += row_scale[b * channels + c];
+      }
+      grad_bias.data_ptr<float>()[c] = static_cast<float>(sum_g);
+      grad_logs.data_ptr<float>()[c] = static_cast<float>(sum_gx * ps[c]);  // d exp(logs) = exp(logs)
+    }
+    return {grad_x, grad_logs, grad_bias, torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 bool coupling_train_applies(const torch::Tensor& x, const torch::Tensor& m_and_logs, const torch::Tensor& x_mask) {
@@ -231,6 +319,24 @@ std::pair<torch::Tensor, torch::Tensor> coupling_affine_train(const torch::Tenso
               m_and_logs.sizes(), " and ", x_mask.sizes());
   auto out = CouplingAffineCpu::apply(x, m_and_logs, x_mask);
   return {out[0], out[1]};
+}
+
+bool actnorm_train_applies(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask) {
+  if (!torch::GradMode::is_enabled() || !cpu_float_rows(x, x_mask)) return false;
+  const std::vector<int64_t> per_channel{1, x.size(1), 1};
+  for (const auto* p : {&logs, &bias}) {
+    if (!p->device().is_cpu() || p->scalar_type() != torch::kFloat || p->sizes() != per_channel) return false;
+  }
+  return true;
+}
+
+torch::Tensor actnorm_affine_train(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                                   const torch::Tensor& x_mask) {
+  TORCH_CHECK(actnorm_train_applies(x, logs, bias, x_mask), "actnorm_affine_train: expected float32 CPU x [B, C, T], "
+              "logs and bias [1, C, 1] and x_mask [B, 1, T] while autograd records, got ", x.sizes(), ", ",
+              logs.sizes(), ", ", bias.sizes(), " and ", x_mask.sizes());
+  return ActNormAffineCpu::apply(x, logs, bias, x_mask);
 }
 
 bool invconv_train_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& x_mask) {

@@ -5,6 +5,7 @@
 //   reference (the official view's permuted copies and a 4-channel conv2d) took 1.2 ms a flow at
 //   batch 8 and ~91 ms at batch 32 on one core of machine D, where oneDNN takes the conv2d.
 // - The coupling's affine transform.
+// - ActNorm's forward map.
 // docs/benchmarks.md ("On the CPU") has the figures; tests/models/test_flow_fused.cpp holds each
 // op to its reference.
 #pragma once
@@ -35,5 +36,16 @@ bool coupling_train_applies(const torch::Tensor& x, const torch::Tensor& m_and_l
 // rows' added in order: the same bits for any thread count.
 std::pair<torch::Tensor, torch::Tensor> coupling_affine_train(const torch::Tensor& x, const torch::Tensor& m_and_logs,
                                                               const torch::Tensor& x_mask);
+
+// Whether actnorm_affine_train takes x [B, C, T], logs and bias [1, C, 1] and x_mask [B, 1, T]:
+// float32 CPU tensors while autograd records.
+bool actnorm_train_applies(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                           const torch::Tensor& x_mask);
+
+// ActNorm's (bias + exp(logs) * x) * x_mask with the gradients of x, logs and bias: the values
+// the reference's ops give, to the bit; logs' and bias's gradients summed row by row in a fixed
+// order, the same bits for any thread count.
+torch::Tensor actnorm_affine_train(const torch::Tensor& x, const torch::Tensor& logs, const torch::Tensor& bias,
+                                   const torch::Tensor& x_mask);
 
 }  // namespace monoflow::models::cpu

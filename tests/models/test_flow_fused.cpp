@@ -199,6 +199,47 @@ TEST(FlowFused, CpuTrainingInvConvWeightGradientIsTheSameForAnyThreadCount) {
   EXPECT_TRUE(torch::equal(grads[0], grads[2]));
 }
 
+// CPU training: ActNorm's forward map as one autograd op (flow_train_cpu.h) against the
+// reference: the same bits forward, the gradients of x, logs and bias within float rounding
+// (37 frames, padding in the second item); logs' and bias's gradients the same at any thread
+// count, and the dispatch takes the op only while autograd records.
+TEST(FlowFused, CpuTrainingActNormEqualsTheReferenceWithItsGradients) {
+  const auto in = cpu_flow_input(16);
+  const auto logs0 = torch::randn({1, 16, 1}) * 0.3, bias0 = torch::randn({1, 16, 1});
+  const auto grad = torch::randn({2, 16, 37});
+  auto x_ref = in.x.clone().requires_grad_(), x_op = in.x.clone().requires_grad_();
+  auto logs_ref = logs0.clone().requires_grad_(), logs_op = logs0.clone().requires_grad_();
+  auto bias_ref = bias0.clone().requires_grad_(), bias_op = bias0.clone().requires_grad_();
+  ASSERT_TRUE(cpu::actnorm_train_applies(x_op, logs_op, bias_op, in.mask));
+  const auto reference = actnorm_affine_reference(x_ref, logs_ref, bias_ref, in.mask);
+  const auto fused = actnorm_affine(x_op, logs_op, bias_op, in.mask);  // the dispatch takes the op
+  EXPECT_TRUE(torch::equal(fused, reference));
+  reference.backward(grad);
+  fused.backward(grad);
+  EXPECT_LT(max_abs_diff(x_op.grad(), x_ref.grad()), 1e-6 * x_ref.grad().abs().max().item<double>());
+  EXPECT_EQ(x_op.grad().slice(2, 23).select(0, 1).abs().max().item<float>(), 0.0f);  // padding: no gradient
+  EXPECT_LT(max_abs_diff(logs_op.grad(), logs_ref.grad()), 1e-5 * logs_ref.grad().abs().max().item<double>());
+  EXPECT_LT(max_abs_diff(bias_op.grad(), bias_ref.grad()), 1e-5 * bias_ref.grad().abs().max().item<double>());
+  EXPECT_GT(bias_op.grad().abs().min().item<float>(), 0.0f);
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(cpu::actnorm_train_applies(in.x, logs0, bias0, in.mask));
+  }
+  const auto x_long = torch::randn({3, 16, 4099}), grad_long = torch::randn({3, 16, 4099});
+  const auto mask_long = mask_of({4099, 3000, 17}, 4099);
+  const int threads = at::get_num_threads();
+  std::vector<torch::Tensor> grads;
+  for (const int count : {1, 2, 3}) {
+    at::set_num_threads(count);
+    auto logs = logs0.clone().requires_grad_(), bias = bias0.clone().requires_grad_();
+    cpu::actnorm_affine_train(x_long, logs, bias, mask_long).backward(grad_long);
+    grads.push_back(torch::cat({logs.grad(), bias.grad()}));
+  }
+  at::set_num_threads(threads);
+  EXPECT_TRUE(torch::equal(grads[0], grads[1]));
+  EXPECT_TRUE(torch::equal(grads[0], grads[2]));
+}
+
 // CPU training: the coupling's affine transform as one autograd op (flow_train_cpu.h) against
 // the composite reference with m_and_logs carrying the bias, forward (z and the log-determinant)
 // and the gradients of x and m_and_logs, through both outputs; 37 frames (an AVX2 tail),
