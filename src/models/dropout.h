@@ -5,9 +5,10 @@
 // CPU tensors in training, the mask is a counter-based Philox4x32-10 stream (the generator
 // behind the CUDA kernels' dropout) keyed by one 64-bit draw of the CPU generator per call:
 // each element's fate depends on its index alone, so the loop runs vectorised and in parallel,
-// the result does not depend on the thread count, the backward regenerates the mask from the key
-// instead of storing it, and a run stays reproducible from the generator's seed (and exact on
-// resume, the generator's state being in the checkpoint). Other dtypes and devices:
+// the result does not depend on the thread count, the backward reads one bit per element that
+// the forward kept (drawing the mask again cost as much as the forward), and a run stays
+// reproducible from the generator's seed (and exact on resume, the generator's state being in
+// the checkpoint). Other dtypes and devices:
 // torch::dropout.
 #pragma once
 
@@ -35,8 +36,14 @@ constexpr int kDropoutLanes = 8;
 
 // y[e] = x[e] * scale where element e is kept, else 0, for e in [0, n): element e is kept when
 // its word of Philox4x32-10 at counter (0, 0, block low, block high) under key (seed low, seed
-// high) is below keep * 2^32. x and y may be the same buffer.
-void apply_dropout_mask(const float* x, float* y, int64_t n, uint64_t seed, double keep, float scale);
+// high) is below keep * 2^32. x and y may be the same buffer. With `bits` ((n + 7) / 8 bytes),
+// bit e % 8 of byte e / 8 is set where element e is kept.
+void apply_dropout_mask(const float* x, float* y, int64_t n, uint64_t seed, double keep, float scale,
+                        uint8_t* bits = nullptr);
+
+// y[e] = x[e] * scale where apply_dropout_mask's `bits` say element e was kept, else 0: the same
+// values as apply_dropout_mask with that mask.
+void apply_kept_bits(const float* x, float* y, const uint8_t* bits, int64_t n, float scale);
 
 }  // namespace detail
 }  // namespace monoflow::models

@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "models/dropout.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 namespace models = monoflow::models;  // models::dropout: at::dropout is found by ADL too
 using monoflow::models::detail::apply_dropout_mask;
+using monoflow::models::detail::apply_kept_bits;
 using monoflow::models::detail::philox4x32_10;
 
 // Random123's kat_vectors for philox4x32 with 10 rounds (also what randomgen's Philox(number=4,
@@ -48,6 +50,26 @@ TEST(CpuDropout, EachElementFollowsItsPhiloxWord) {
   }
 }
 
+// The forward's bits (one per element, bit e % 8 of byte e / 8) are its mask: applied to the
+// same input they give the forward's output to the bit, whole chunks and tails alike.
+TEST(CpuDropout, KeptBitsReproduceTheForward) {
+  const uint64_t seed = 0x0fedcba987654321ULL;
+  for (int64_t n : {1, 7, 8, 9, 31, 33, 1000, 70001}) {
+    std::vector<float> x(n), y(n), again(n, -1.0f);
+    for (int64_t e = 0; e < n; ++e) x[e] = std::sin(0.1f * static_cast<float>(e)) + 1.5f;
+    std::vector<uint8_t> bits((n + 7) / 8, 0xAA);
+    apply_dropout_mask(x.data(), y.data(), n, seed, 0.7, 1.0f / 0.7f, bits.data());
+    apply_kept_bits(x.data(), again.data(), bits.data(), n, 1.0f / 0.7f);
+    int64_t kept = 0;
+    for (int64_t e = 0; e < n; ++e) {
+      ASSERT_EQ(again[e], y[e]) << "n " << n << ", element " << e;
+      kept += (bits[e / 8] >> (e % 8)) & 1;
+      ASSERT_EQ(((bits[e / 8] >> (e % 8)) & 1) != 0, y[e] != 0.0f) << "n " << n << ", element " << e;
+    }
+    if (n == 70001) EXPECT_NEAR(static_cast<double>(kept) / n, 0.7, 0.01);
+  }
+}
+
 TEST(CpuDropout, DropsTheShareAskedAndScalesTheRest) {
   torch::manual_seed(7);
   const torch::Tensor x = torch::rand({8, 96, 1000}) + 0.5;  // no zeros of its own
@@ -68,7 +90,7 @@ TEST(CpuDropout, LeavesTheInputAloneOutOfTrainingOrAtZero) {
   EXPECT_TRUE(models::dropout(x, 0.0, /*training=*/true).is_same(x));
 }
 
-// The backward regenerates the forward's mask: the gradient is the same mask and scale.
+// The backward applies the forward's mask: the gradient is the same mask and scale.
 TEST(CpuDropout, GradientIsTheForwardsMask) {
   torch::manual_seed(3);
   const torch::Tensor x = (torch::rand({3, 7, 129}) + 0.5).requires_grad_();
