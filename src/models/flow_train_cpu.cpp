@@ -235,14 +235,11 @@ class ActNormAffineCpu : public torch::autograd::Function<ActNormAffineCpu> {
     const float *px = x.data_ptr<float>(), *ps = scale.data_ptr<float>(), *pb = bias.data_ptr<float>();
     const float* pm = mask.data_ptr<float>();
     float* py = y.data_ptr<float>();
-    at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t c = r % channels;
-        const float s = ps[c], b = pb[c];
-        const float *xr = px + r * frames, *m = pm + (r / channels) * frames;
-        float* yr = py + r * frames;
-        for (int64_t t = 0; t < frames; ++t) yr[t] = (b + s * xr[t]) * m[t];
-      }
+    for_each_row(batch, channels, frames, [&](int64_t r, int64_t item) {
+      const float s = ps[r % channels], b = pb[r % channels];
+      const float *xr = px + r * frames, *m = pm + item * frames;
+      float* yr = py + r * frames;
+      for (int64_t t = 0; t < frames; ++t) yr[t] = (b + s * xr[t]) * m[t];
     });
     ctx->save_for_backward({x, scale, mask});
     return y;
@@ -258,37 +255,35 @@ class ActNormAffineCpu : public torch::autograd::Function<ActNormAffineCpu> {
     const float *px = x.data_ptr<float>(), *ps = scale.data_ptr<float>(), *pm = mask.data_ptr<float>();
     const float* pg = grad_y.data_ptr<float>();
     float* pgx = grad_x.data_ptr<float>();
-    at::parallel_for(0, batch * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float s = ps[r % channels];
-        const float *xr = px + r * frames, *gr = pg + r * frames, *m = pm + (r / channels) * frames;
-        float* gxr = pgx + r * frames;
-        // Eight float lanes each (frame t in lane t % 8, which the compiler vectorises), added in
-        // order in double at the row's end: one thread's row, the same bits for any split.
-        float lanes_g[8] = {}, lanes_gx[8] = {};
-        int64_t t = 0;
-        for (; t + 8 <= frames; t += 8) {
-          for (int k = 0; k < 8; ++k) {
-            const float g = gr[t + k] * m[t + k];  // through the mask
-            gxr[t + k] = g * s;
-            lanes_g[k] += g;
-            lanes_gx[k] += g * xr[t + k];
-          }
-        }
-        double sum_g = 0.0, sum_gx = 0.0;
-        for (; t < frames; ++t) {
-          const float g = gr[t] * m[t];
-          gxr[t] = g * s;
-          sum_g += g;
-          sum_gx += static_cast<double>(g * xr[t]);
-        }
+    for_each_row(batch, channels, frames, [&](int64_t r, int64_t item) {
+      const float s = ps[r % channels];
+      const float *xr = px + r * frames, *gr = pg + r * frames, *m = pm + item * frames;
+      float* gxr = pgx + r * frames;
+      // Eight float lanes each (frame t in lane t % 8, which the compiler vectorises), added in
+      // order in double at the row's end: one thread's row, the same bits for any split.
+      float lanes_g[8] = {}, lanes_gx[8] = {};
+      int64_t t = 0;
+      for (; t + 8 <= frames; t += 8) {
         for (int k = 0; k < 8; ++k) {
-          sum_g += lanes_g[k];
-          sum_gx += lanes_gx[k];
+          const float g = gr[t + k] * m[t + k];  // through the mask
+          gxr[t + k] = g * s;
+          lanes_g[k] += g;
+          lanes_gx[k] += g * xr[t + k];
         }
-        row_bias[r] = sum_g;
-        row_scale[r] = sum_gx;
       }
+      double sum_g = 0.0, sum_gx = 0.0;
+      for (; t < frames; ++t) {
+        const float g = gr[t] * m[t];
+        gxr[t] = g * s;
+        sum_g += g;
+        sum_gx += static_cast<double>(g * xr[t]);
+      }
+      for (int k = 0; k < 8; ++k) {
+        sum_g += lanes_g[k];
+        sum_gx += lanes_gx[k];
+      }
+      row_bias[r] = sum_g;
+      row_scale[r] = sum_gx;
     });
     torch::Tensor grad_logs = torch::empty({1, channels, 1}, x.options());
     torch::Tensor grad_bias = torch::empty({1, channels, 1}, x.options());

@@ -13,16 +13,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// Rows of T frames of [B, C, T] tensors: row r is item r / c, channel r % c; `each(r, item)`
-// for every row, split between at::parallel_for tasks (elementwise: the same values for any
-// thread count).
-template <typename F>
-void for_each_row(int64_t items, int64_t channels, int64_t frames, const F& each) {
-  at::parallel_for(0, items * channels, rows_per_task(frames), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) each(r, r / channels);
-  });
-}
-
 // Where res_skip [B, 2H, T]'s res row of item `item`, channel c starts (its skip row: H rows on).
 int64_t res_row(int64_t item, int64_t c, int64_t h, int64_t frames) { return (item * 2 * h + c) * frames; }
 
