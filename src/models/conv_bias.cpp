@@ -47,15 +47,6 @@ torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tens
 
 }  // namespace
 
-torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
-  auto y = conv1d_without_bias(conv, x);
-  if (!y.defined()) return conv.forward(x);
-#ifdef MONOFLOW_HAS_CUDA
-  if (cuda::fused_bias_act_applies(y, conv.bias, {})) return cuda::bias_act(y, conv.bias, {}, false, 0.0);
-#endif
-  return add_channel_bias(y, conv.bias);
-}
-
 torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, const torch::Tensor& mask, bool relu,
                          double p, bool training) {
   auto y = conv1d_without_bias(conv, x);
@@ -68,6 +59,10 @@ torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, co
   if (relu) out = torch::relu(out);
   out = models::dropout(out, p, training);
   return mask.defined() ? out * mask : out;
+}
+
+torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
+  return conv1d_act(conv, x, /*mask=*/{}, /*relu=*/false, /*p=*/0.0, /*training=*/false);
 }
 
 }  // namespace monoflow::models

@@ -9,8 +9,9 @@ namespace monoflow::models {
 // strided reduction: ~28 us for an encoder activation on an H100 against a few.
 torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias);
 
-// conv.forward(x), with the bias added by add_channel_bias on the GPU. cuDNN adds a
-// convolution's bias in a kernel of its own anyway, so the forward numbers are the same.
+// conv.forward(x): conv1d_act without ReLU, dropout or mask, so on the GPU the bias is added
+// after the convolution (bias_act_cuda.h, else add_channel_bias). cuDNN adds a convolution's
+// bias in a kernel of its own anyway, so the forward numbers are the same.
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x);
 
 // A text-side convolution with its epilogue: mask * dropout(act(conv(x))), act ReLU when `relu`,
