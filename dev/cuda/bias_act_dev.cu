@@ -25,7 +25,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <tuple>  // before ATen's UnpackRaw.cuh (philox_dropout.cuh), which uses it
 #include <vector>
@@ -105,29 +104,6 @@ void reference(const Case& k_, const std::vector<float>& y, const std::vector<fl
   }
 }
 
-template <typename T, typename U>
-double max_error(const std::vector<T>& got, const std::vector<U>& want) {
-  double worst = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])) /
-                                std::max(1.0, std::fabs(static_cast<double>(want[i]))));
-  }
-  return worst;
-}
-
-std::vector<int64_t> parse_list(const char* s) {
-  std::vector<int64_t> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
-  return out;
-}
-
-template <typename T>
-std::vector<T> to_host(const T* device, int64_t n) {
-  std::vector<T> out(n);
-  CHECK(cudaMemcpy(out.data(), device, sizeof(T) * n, cudaMemcpyDeviceToHost));
-  return out;
-}
 
 }  // namespace
 
@@ -214,10 +190,11 @@ int main(int argc, char** argv) {
           forward(nullptr);
           backward(nullptr);
           CHECK(cudaDeviceSynchronize());
-          const auto out = to_host(d_out, n), grad = to_host(d_grad, n), bias_grad = to_host(d_bias_grad, c);
+          const auto out = host_copy(d_out, n), grad = host_copy(d_grad, n), bias_grad = host_copy(d_bias_grad, c);
           double err = 0.0;
           if (p == 0.0) {
-            err = std::max({max_error(out, want_out), max_error(grad, want_grad), max_error(bias_grad, want_bias)});
+            err = std::max({max_rel_error(out, want_out), max_rel_error(grad, want_grad),
+                            max_rel_error(bias_grad, want_bias)});
             if (!(err < 1e-4)) ok = false;
           } else {
             // Each output 0 or the reference's / keep; about keep of the nonzero ones survive.
@@ -242,7 +219,7 @@ int main(int argc, char** argv) {
         }
       }
       // With dropout both versions keep the same elements and pass the same gradients.
-      if (max_error(kept_out[1], kept_out[0]) > 1e-6 || max_error(kept_grad[1], kept_grad[0]) > 1e-6) {
+      if (max_rel_error(kept_out[1], kept_out[0]) > 1e-6 || max_rel_error(kept_grad[1], kept_grad[0]) > 1e-6) {
         std::printf("v0 and v1 differ with dropout\n");
         ok = false;
       }

@@ -18,7 +18,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,22 +42,6 @@ std::vector<double> reference(const std::vector<__nv_bfloat16>& rows, int64_t n,
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < c; ++j) out[j] += static_cast<double>(__bfloat162float(rows[i * c + j]));
   }
-  return out;
-}
-
-// Largest |got - want| / max(1, |want|).
-double max_rel_error(const std::vector<float>& got, const std::vector<double>& want) {
-  double worst = 0;
-  for (size_t j = 0; j < want.size(); ++j) {
-    worst = std::max(worst, std::fabs(got[j] - want[j]) / std::max(1.0, std::fabs(want[j])));
-  }
-  return worst;
-}
-
-std::vector<int64_t> parse_list(const char* s) {
-  std::vector<int64_t> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
   return out;
 }
 

@@ -1,11 +1,17 @@
 // The dev/cuda harnesses' shared pieces: a CUDA call check that exits with status 2, the device
-// check, and the time of a kernel sequence as the training step runs it, `repeats` calls
-// captured in one CUDA graph, so that the host's launch rate (~2-3 us a launch) does not set
-// the figure.
+// check, a comma list option, the largest relative error, a device buffer's copy to the host,
+// and the time of a kernel sequence as the training step runs it, `repeats` calls captured in
+// one CUDA graph, so that the host's launch rate (~2-3 us a launch) does not set the figure.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -22,6 +28,33 @@
 inline bool has_cuda_device() {
   int devices = 0;
   return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
+
+// "384,192,160" -> {384, 192, 160} (a list option's value).
+inline std::vector<int64_t> parse_list(const char* s) {
+  std::vector<int64_t> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoll(item));
+  return out;
+}
+
+// Largest |got - want| / max(1, |want|) over the elements.
+template <typename T, typename U>
+double max_rel_error(const std::vector<T>& got, const std::vector<U>& want) {
+  double worst = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double w = static_cast<double>(want[i]);
+    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - w) / std::max(1.0, std::fabs(w)));
+  }
+  return worst;
+}
+
+// The n elements of T at device pointer p, on the host.
+template <typename T>
+std::vector<T> host_copy(const T* p, int64_t n) {
+  std::vector<T> out(n);
+  CHECK(cudaMemcpy(out.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
+  return out;
 }
 
 // Microseconds a call of run(stream), after one warm-up replay of the graph.

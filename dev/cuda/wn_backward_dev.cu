@@ -52,12 +52,6 @@ T* device(int64_t n) {
   return p;
 }
 template <typename T>
-std::vector<T> host_copy(const T* p, int64_t n) {
-  std::vector<T> out(n);
-  CHECK(cudaMemcpy(out.data(), p, sizeof(T) * n, cudaMemcpyDeviceToHost));
-  return out;
-}
-template <typename T>
 T* device_copy(const std::vector<T>& v) {
   T* p = device<T>(static_cast<int64_t>(v.size()));
   CHECK(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
