@@ -146,9 +146,10 @@ FFNImpl::FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_chann
 }
 
 torch::Tensor FFNImpl::forward(const torch::Tensor& x, const torch::Tensor& x_mask, double output_dropout) {
-  // The official order is relu, dropout, then conv_2(y * x_mask) * x_mask; the hidden mask goes
-  // on y itself here, and the masked output's dropout commutes with its mask (0 or 1).
-  auto y = conv1d_act(*conv_1, x * x_mask, x_mask, /*relu=*/true, p_dropout_, is_training());
+  // The official order is conv_1(x * x_mask), relu, dropout, then conv_2(y * x_mask) * x_mask;
+  // x comes masked (attentions.h), the hidden mask goes on y itself here, and the masked
+  // output's dropout commutes with its mask (0 or 1).
+  auto y = conv1d_act(*conv_1, x, x_mask, /*relu=*/true, p_dropout_, is_training());
   return conv1d_act(*conv_2, y, x_mask, /*relu=*/false, output_dropout, is_training());
 }
 
@@ -172,15 +173,18 @@ AttentionEncoderImpl::AttentionEncoderImpl(int64_t hidden_channels, int64_t filt
 
 torch::Tensor AttentionEncoderImpl::forward(torch::Tensor x, const torch::Tensor& x_mask) {
   auto attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1);  // [B,1,T,T]
+  // The official masks x at each layer's start, the FFN's input and the output; here x once and
+  // then each norm's output, with its residual sum, in the norm (modules.h): the same values in
+  // every unmasked frame (the frames a norm sees are columns of their own). Each sublayer's
+  // dropout is in its last convolution's epilogue (conv_bias.h: conv1d_act).
+  x = x * x_mask;
   for (int64_t i = 0; i < n_layers_; ++i) {
-    x = x * x_mask;
-    // Each sublayer's dropout in its last convolution's epilogue (conv_bias.h: conv1d_act).
     auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask, p_dropout_);
-    x = norm_layers_1[i]->as<LayerNorm>()->forward(x + y);
+    x = norm_layers_1[i]->as<LayerNorm>()->forward(x, y, x_mask);
     y = ffn_layers[i]->as<FFN>()->forward(x, x_mask, p_dropout_);
-    x = norm_layers_2[i]->as<LayerNorm>()->forward(x + y);
+    x = norm_layers_2[i]->as<LayerNorm>()->forward(x, y, x_mask);
   }
-  return x * x_mask;
+  return x;
 }
 
 }  // namespace monoflow::models

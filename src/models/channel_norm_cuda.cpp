@@ -12,56 +12,79 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
+// Empty residual and mask tensors stand for none (an autograd function takes no undefined input).
 class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& gamma,
-                               const torch::Tensor& beta, double eps) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& residual_in,
+                               const torch::Tensor& mask_in, const torch::Tensor& gamma, const torch::Tensor& beta,
+                               double eps) {
     const c10::cuda::CUDAGuard guard(x_in.device());
     const torch::Tensor x = x_in.contiguous();
+    const torch::Tensor residual = residual_in.numel() > 0 ? residual_in.contiguous() : residual_in;
+    const torch::Tensor mask = mask_in.numel() > 0 ? mask_in.contiguous() : mask_in;
     const int64_t b = x.size(0), c = x.size(1), t = x.size(2);
     auto y = torch::empty_like(x);
     auto mean = torch::empty({b, t}, x.options()), rstd = torch::empty({b, t}, x.options());
-    check_launch(kernels::launch_channel_norm_forward(x.data_ptr<float>(), gamma.contiguous().data_ptr<float>(),
-                                                      beta.contiguous().data_ptr<float>(), y.data_ptr<float>(),
-                                                      mean.data_ptr<float>(), rstd.data_ptr<float>(), b, c, t,
-                                                      static_cast<float>(eps), at::cuda::getCurrentCUDAStream()),
+    check_launch(kernels::launch_channel_norm_forward(
+                     x.data_ptr<float>(), data_or_null(residual), data_or_null(mask),
+                     gamma.contiguous().data_ptr<float>(), beta.contiguous().data_ptr<float>(), y.data_ptr<float>(),
+                     mean.data_ptr<float>(), rstd.data_ptr<float>(), b, c, t, static_cast<float>(eps),
+                     at::cuda::getCurrentCUDAStream()),
                  "channel layer norm forward");
-    ctx->save_for_backward({x, gamma, mean, rstd});
+    ctx->save_for_backward({x, residual, mask, gamma, mean, rstd});
+    ctx->saved_data["has_residual"] = residual.numel() > 0;
     return y;
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &gamma = saved[1], &mean = saved[2], &rstd = saved[3];
+    const torch::Tensor &x = saved[0], &residual = saved[1], &mask = saved[2], &gamma = saved[3], &mean = saved[4],
+                        &rstd = saved[5];
     const c10::cuda::CUDAGuard guard(x.device());
     const int64_t b = x.size(0), c = x.size(1), t = x.size(2);
     const torch::Tensor grad_y = grads[0].contiguous();
     auto grad_x = torch::empty_like(x);
     const int64_t rows = kernels::channel_norm_tiles(b, t);
     auto grad_gamma_rows = torch::empty({rows, c}, x.options()), grad_beta_rows = torch::empty({rows, c}, x.options());
-    check_launch(kernels::launch_channel_norm_backward(grad_y.data_ptr<float>(), x.data_ptr<float>(),
-                                                       gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(),
-                                                       rstd.data_ptr<float>(), grad_x.data_ptr<float>(),
-                                                       grad_gamma_rows.data_ptr<float>(),
-                                                       grad_beta_rows.data_ptr<float>(), b, c, t,
-                                                       at::cuda::getCurrentCUDAStream()),
+    check_launch(kernels::launch_channel_norm_backward(
+                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null(residual), data_or_null(mask),
+                     gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                     grad_x.data_ptr<float>(), grad_gamma_rows.data_ptr<float>(), grad_beta_rows.data_ptr<float>(), b,
+                     c, t, at::cuda::getCurrentCUDAStream()),
                  "channel layer norm backward");
-    return {grad_x, column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat),
-            torch::Tensor()};
+    // x and the residual enter as their sum: the same gradient.
+    const bool has_residual = ctx->saved_data["has_residual"].toBool();
+    return {grad_x, has_residual ? grad_x : torch::Tensor(), torch::Tensor(),
+            column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat), torch::Tensor()};
   }
+
+ private:
+  static const float* data_or_null(const torch::Tensor& t) { return t.numel() > 0 ? t.data_ptr<float>() : nullptr; }
 };
+
+bool same_float_cuda(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.is_cuda() && t.scalar_type() == torch::kFloat && t.device() == like.device();
+}
 
 }  // namespace
 
-bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta) {
-  return x.is_cuda() && x.dim() == 3 && x.scalar_type() == torch::kFloat && gamma.scalar_type() == torch::kFloat &&
-         beta.scalar_type() == torch::kFloat && gamma.dim() == 1 && beta.dim() == 1 && gamma.size(0) == x.size(1) &&
-         beta.size(0) == x.size(1) && gamma.device() == x.device() && beta.device() == x.device();
+bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
+                                const torch::Tensor& residual, const torch::Tensor& mask) {
+  if (!(x.is_cuda() && x.dim() == 3 && x.scalar_type() == torch::kFloat && same_float_cuda(gamma, x) &&
+        same_float_cuda(beta, x) && gamma.dim() == 1 && beta.dim() == 1 && gamma.size(0) == x.size(1) &&
+        beta.size(0) == x.size(1))) {
+    return false;
+  }
+  if (residual.defined() && !(same_float_cuda(residual, x) && residual.sizes() == x.sizes())) return false;
+  return !mask.defined() || (same_float_cuda(mask, x) && mask.dim() == 3 && mask.size(0) == x.size(0) &&
+                             mask.size(1) == 1 && mask.size(2) == x.size(2));
 }
 
 torch::Tensor channel_layer_norm(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
-                                 double eps) {
-  return ChannelLayerNorm::apply(x, gamma, beta, eps);
+                                 double eps, const torch::Tensor& residual, const torch::Tensor& mask) {
+  const auto none = torch::empty({0}, x.options());
+  return ChannelLayerNorm::apply(x, residual.defined() ? residual : none, mask.defined() ? mask : none, gamma, beta,
+                                 eps);
 }
 
 }  // namespace monoflow::models::cuda

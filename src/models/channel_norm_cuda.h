@@ -6,9 +6,12 @@
 
 namespace monoflow::models::cuda {
 
-// float32 CUDA x [B, C, T], gamma and beta float32 [C] on the same device.
-bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta);
+// float32 CUDA x [B, C, T], gamma and beta float32 [C] on the same device; residual (x's shape)
+// and mask ([B, 1, T]) float32 on that device where defined.
+bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
+                                const torch::Tensor& residual = {}, const torch::Tensor& mask = {});
+// mask * norm(x + residual), each of residual and mask left out where undefined.
 torch::Tensor channel_layer_norm(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
-                                 double eps);
+                                 double eps, const torch::Tensor& residual = {}, const torch::Tensor& mask = {});
 
 }  // namespace monoflow::models::cuda

@@ -21,11 +21,15 @@ DurationPredictorImpl::DurationPredictorImpl(int64_t in_channels, int64_t filter
 }
 
 torch::Tensor DurationPredictorImpl::forward(const torch::Tensor& x_in, const torch::Tensor& x_mask) {
-  auto x = torch::relu(conv1d_forward(*conv_1, x_in * x_mask));
-  x = models::dropout(norm_1->forward(x), p_dropout_, is_training());
-  x = torch::relu(conv1d_forward(*conv_2, x * x_mask));
-  x = models::dropout(norm_2->forward(x), p_dropout_, is_training());
-  return conv1d_forward(*proj, x * x_mask) * x_mask;
+  // The official masks each convolution's input; here the first's and then each norm's output
+  // (dropout keeps zeros zero), the same values in every unmasked frame. The convolutions' bias
+  // and ReLU are one epilogue (conv_bias.h).
+  const bool training = is_training();
+  auto x = conv1d_act(*conv_1, x_in * x_mask, /*mask=*/{}, /*relu=*/true, /*p=*/0.0, training);
+  x = models::dropout(norm_1->forward(x, {}, x_mask), p_dropout_, training);
+  x = conv1d_act(*conv_2, x, /*mask=*/{}, /*relu=*/true, /*p=*/0.0, training);
+  x = models::dropout(norm_2->forward(x, {}, x_mask), p_dropout_, training);
+  return conv1d_act(*proj, x, x_mask, /*relu=*/false, /*p=*/0.0, training);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,8 +70,10 @@ EncoderOutput TextEncoderImpl::forward(const torch::Tensor& tokens, const torch:
   if (g.defined()) x_dp = torch::cat({x_dp, g.expand({-1, -1, x.size(-1)})}, 1);
 
   EncoderOutput out;
-  out.x_m = conv1d_forward(*proj_m, x) * x_mask;
-  out.x_logs = proj_s ? conv1d_forward(*proj_s, x) * x_mask : torch::zeros_like(out.x_m);
+  // The projections' bias and mask are one epilogue (conv_bias.h).
+  out.x_m = conv1d_act(*proj_m, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training());
+  out.x_logs =
+      proj_s ? conv1d_act(*proj_s, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training()) : torch::zeros_like(out.x_m);
   out.logw = proj_w->forward(x_dp, x_mask);
   out.x_mask = x_mask;
   return out;

@@ -61,17 +61,23 @@ LayerNormImpl::LayerNormImpl(int64_t channels, double eps) : eps_(eps) {
   beta = register_parameter("beta", torch::zeros({channels}));
 }
 
-torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) { return forward(x, {}, {}); }
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& mask) {
   // The original normalises over channels with a composite of means (biased variance, eps
   // inside the root). at::layer_norm over the last dimension computes the same in one kernel
   // each way, where the composite took ~10 forward and ~20 backward: the channels go last and
   // come back, one copy each (on the CPU).
 #ifdef MONOFLOW_HAS_CUDA
   // On the GPU one kernel each way on [B, C, T] itself (kernels/channel_norm.cu).
-  if (cuda::fused_channel_norm_applies(x, gamma, beta)) return cuda::channel_layer_norm(x, gamma, beta, eps_);
+  if (cuda::fused_channel_norm_applies(x, gamma, beta, residual, mask)) {
+    return cuda::channel_layer_norm(x, gamma, beta, eps_, residual, mask);
+  }
 #endif
+  const auto input = residual.defined() ? x + residual : x;
   const int64_t channels = x.size(1);
-  return at::layer_norm(x.transpose(1, -1), {channels}, gamma, beta, eps_).transpose(1, -1).contiguous();
+  auto y = at::layer_norm(input.transpose(1, -1), {channels}, gamma, beta, eps_).transpose(1, -1).contiguous();
+  return mask.defined() ? y * mask : y;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -94,10 +100,12 @@ ConvReluNormImpl::ConvReluNormImpl(int64_t in_channels, int64_t hidden_channels,
 }
 
 torch::Tensor ConvReluNormImpl::forward(const torch::Tensor& x_org, const torch::Tensor& x_mask) {
-  auto x = x_org;
+  // The official masks each convolution's input; here the first's and then each norm's output
+  // (ReLU and dropout keep zeros zero), the same values in every unmasked frame.
+  auto x = x_org * x_mask;
   for (size_t i = 0; i < conv_layers->size(); ++i) {
-    x = conv1d_forward(*conv_layers[i]->as<torch::nn::Conv1d>(), x * x_mask);
-    x = norm_layers[i]->as<LayerNorm>()->forward(x);
+    x = conv1d_forward(*conv_layers[i]->as<torch::nn::Conv1d>(), x);
+    x = norm_layers[i]->as<LayerNorm>()->forward(x, {}, x_mask);
     x = models::dropout(torch::relu(x), p_dropout_, is_training());
   }
   return (x_org + conv1d_forward(*proj, x)) * x_mask;

@@ -27,6 +27,9 @@ class LayerNormImpl : public torch::nn::Module {
  public:
   explicit LayerNormImpl(int64_t channels, double eps = 1e-4);
   torch::Tensor forward(const torch::Tensor& x);
+  // mask * norm(x + residual): a sublayer's residual sum and the sequence mask [B, 1, T] (zeros
+  // and ones) in the norm, one kernel each way on the GPU. Either may be undefined (none).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual, const torch::Tensor& mask);
   torch::Tensor gamma, beta;
 
  private:

@@ -77,6 +77,59 @@ TEST(EncoderOps, LayerNormEqualsTheOriginalsCompositeWithGradients) {
   }
 }
 
+// The encoder layer's norm with its residual sum and mask, mask * norm(x + r), against the
+// official ops in that order: values and the gradients of x, r, gamma and beta on every device;
+// on the GPU the one kernel also gives the bits of the plain norm of the sum times the mask. Each
+// of residual and mask alone too. Lengths cover a masked partial tile and an item of one frame.
+TEST(EncoderOps, LayerNormWithResidualAndMaskEqualsTheOfficialOps) {
+  for (const auto& device : devices()) {
+    const int64_t b = 4, c = 48, t = 37;
+    torch::manual_seed(4);
+    LayerNorm norm(c);
+    norm->to(device);
+    {
+      torch::NoGradGuard no_grad;
+      norm->gamma.uniform_(0.5, 1.5);
+      norm->beta.uniform_(-0.5, 0.5);
+    }
+    const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{20}, int64_t{1}, int64_t{33}}).view({b, 1, 1}))
+                          .to(torch::kFloat)
+                          .to(device);
+    for (const bool with_residual : {false, true}) {
+      for (const bool masked : {false, true}) {
+        SCOPED_TRACE(std::string(with_residual ? "residual" : "no residual") + (masked ? ", mask" : ", no mask"));
+        auto x = (torch::randn({b, c, t}) * 2 + 1).to(device).requires_grad_(true);
+        auto r = torch::randn({b, c, t}).to(device).requires_grad_(true);
+        auto g = torch::randn({b, c, t}).to(device);
+        const auto residual = with_residual ? r : torch::Tensor();
+        const auto m = masked ? mask : torch::Tensor();
+        auto y = norm->forward(x, residual, m);
+        auto sum = with_residual ? x + r : x;
+        auto y_ref = layer_norm_composite(sum, norm->gamma, norm->beta, 1e-4);
+        if (masked) y_ref = y_ref * mask;
+        EXPECT_LT(max_abs_diff(y, y_ref), 1e-5) << device;
+        if (masked) EXPECT_EQ((y * (1 - mask)).abs().max().item<double>(), 0.0);
+        if (device.is_cuda()) {
+          auto plain = norm->forward(sum);
+          EXPECT_TRUE(torch::equal(y, masked ? plain * mask : plain));
+        }
+        const std::vector<torch::Tensor> inputs{x, r, norm->gamma, norm->beta};
+        auto grads = torch::autograd::grad({y}, inputs, {g}, /*retain_graph=*/{}, /*create_graph=*/false,
+                                           /*allow_unused=*/true);
+        auto grads_ref = torch::autograd::grad({y_ref}, inputs, {g}, {}, false, true);
+        for (size_t i = 0; i < grads.size(); ++i) {
+          ASSERT_EQ(grads[i].defined(), grads_ref[i].defined()) << "gradient " << i;
+          if (!grads[i].defined()) continue;
+          const double scale = std::max(1.0, grads_ref[i].abs().max().item<double>());
+          EXPECT_LT(max_abs_diff(grads[i], grads_ref[i]), 1e-4 * scale) << device << " gradient " << i;
+        }
+        // masked frames pass no gradient back
+        if (masked) EXPECT_EQ((grads[0] * (1 - mask)).abs().max().item<double>(), 0.0);
+      }
+    }
+  }
+}
+
 TEST(EncoderOps, SeparateConvBiasEqualsTheModulesForwardWithGradients) {
   for (const auto& device : devices()) {
     torch::manual_seed(5);

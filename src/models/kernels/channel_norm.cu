@@ -7,10 +7,14 @@
 // column (consecutive addresses for each channel), threadIdx.y one of 8 channel groups; the
 // column sums meet in shared memory.
 //
-// v1 (this file): two passes for the statistics as the original's composite (mean, then the
-// mean of squared deviations), a third to write. Backward recomputes x_hat from the kept mean
-// and rstd; gamma's and beta's gradients are per-tile partial sums, one row per block, reduced
-// by the caller in a fixed order.
+// v1: two passes for the statistics as the original's composite (mean, then the mean of
+// squared deviations), a third to write. Backward recomputes x_hat from the kept mean and
+// rstd; gamma's and beta's gradients are per-tile partial sums, one row per block, reduced by
+// the caller in a fixed order.
+// v2 (this file): optionally the sublayer's residual sum on load (x + r, as the add kernel
+// rounded it) and the sequence mask on the output, so the encoder layer's add, its mask
+// product and the products' backwards are no kernels of their own; the backward reads x and r
+// again instead of a kept sum.
 #include "models/kernels/channel_norm_kernels.h"
 
 namespace monoflow::models::kernels {
@@ -31,29 +35,38 @@ __device__ __forceinline__ float column_sum(float v, float (*shared)[kColumns + 
   return total;
 }
 
-__global__ void channel_norm_forward(const float* __restrict__ x, const float* __restrict__ gamma,
+// x[at] + r[at], or x[at] without a residual: the normalised input.
+__device__ __forceinline__ float input_at(const float* __restrict__ x, const float* __restrict__ r, int64_t at) {
+  return r != nullptr ? x[at] + r[at] : x[at];
+}
+
+__global__ void channel_norm_forward(const float* __restrict__ x, const float* __restrict__ residual,
+                                     const float* __restrict__ mask, const float* __restrict__ gamma,
                                      const float* __restrict__ beta, float* __restrict__ y, float* __restrict__ mean_out,
                                      float* __restrict__ rstd_out, int64_t c, int64_t t, float eps) {
   __shared__ float shared[kGroups][kColumns + 1];
   const int64_t b = blockIdx.y, col = blockIdx.x * int64_t(kColumns) + threadIdx.x;
   const bool valid = col < t;
-  const float* xb = x + b * c * t + col;
+  const int64_t at = b * c * t + col;
   float s = 0.0f;
   if (valid) {
-    for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) s += xb[ch * t];
+    for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) s += input_at(x, residual, at + ch * t);
   }
   const float mean = column_sum(s, shared) / float(c);
   float v = 0.0f;
   if (valid) {
     for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
-      const float d = xb[ch * t] - mean;
+      const float d = input_at(x, residual, at + ch * t) - mean;
       v += d * d;
     }
   }
   const float rstd = rsqrtf(column_sum(v, shared) / float(c) + eps);
   if (!valid) return;
-  float* yb = y + b * c * t + col;
-  for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) yb[ch * t] = (xb[ch * t] - mean) * rstd * gamma[ch] + beta[ch];
+  const float m = mask != nullptr ? mask[b * t + col] : 1.0f;
+  for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
+    const float out = (input_at(x, residual, at + ch * t) - mean) * rstd * gamma[ch] + beta[ch];
+    y[at + ch * t] = mask != nullptr ? out * m : out;
+  }
   if (threadIdx.y == 0) {
     mean_out[b * t + col] = mean;
     rstd_out[b * t + col] = rstd;
@@ -66,6 +79,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 __global__ void channel_norm_backward(const float* __restrict__ grad_y, const float* __restrict__ x,
+                                      const float* __restrict__ residual, const float* __restrict__ mask,
                                       const float* __restrict__ gamma, const float* __restrict__ mean_in,
                                       const float* __restrict__ rstd_in, float* __restrict__ grad_x,
                                       float* __restrict__ grad_gamma_rows, float* __restrict__ grad_beta_rows,
@@ -75,13 +89,16 @@ __global__ void channel_norm_backward(const float* __restrict__ grad_y, const fl
   const bool valid = col < t;
   const int64_t at = b * c * t + col;
   const float mean = valid ? mean_in[b * t + col] : 0.0f, rstd = valid ? rstd_in[b * t + col] : 0.0f;
+  // The output's gradient before the mask: zero in masked columns.
+  const float m = valid && mask != nullptr ? mask[b * t + col] : 1.0f;
+  const auto grad_at = [&](int64_t i) { return mask != nullptr ? grad_y[i] * m : grad_y[i]; };
   // One row of partial sums per block; each channel belongs to one warp (threadIdx.y), whose
   // 32 lanes are the block's columns.
   const int64_t row = (b * gridDim.x + blockIdx.x) * c;
   float s1 = 0.0f, s2 = 0.0f;
   for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
-    const float dy = valid ? grad_y[at + ch * t] : 0.0f;
-    const float x_hat = valid ? (x[at + ch * t] - mean) * rstd : 0.0f;
+    const float dy = valid ? grad_at(at + ch * t) : 0.0f;
+    const float x_hat = valid ? (input_at(x, residual, at + ch * t) - mean) * rstd : 0.0f;
     const float g = dy * gamma[ch];
     s1 += g;
     s2 += g * x_hat;
@@ -94,8 +111,8 @@ __global__ void channel_norm_backward(const float* __restrict__ grad_y, const fl
   const float mean_g = column_sum(s1, shared) / float(c), mean_g_x_hat = column_sum(s2, shared) / float(c);
   if (!valid) return;
   for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
-    const float x_hat = (x[at + ch * t] - mean) * rstd;
-    grad_x[at + ch * t] = rstd * (grad_y[at + ch * t] * gamma[ch] - mean_g - x_hat * mean_g_x_hat);
+    const float x_hat = (input_at(x, residual, at + ch * t) - mean) * rstd;
+    grad_x[at + ch * t] = rstd * (grad_at(at + ch * t) * gamma[ch] - mean_g - x_hat * mean_g_x_hat);
   }
 }
 
@@ -105,22 +122,22 @@ dim3 grid_of(int64_t b, int64_t t) {
 
 }  // namespace
 
-cudaError_t launch_channel_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
-                                        float* mean, float* rstd, int64_t b, int64_t c, int64_t t, float eps,
-                                        cudaStream_t stream) {
+cudaError_t launch_channel_norm_forward(const float* x, const float* residual, const float* mask, const float* gamma,
+                                        const float* beta, float* y, float* mean, float* rstd, int64_t b, int64_t c,
+                                        int64_t t, float eps, cudaStream_t stream) {
   if (b * c * t == 0) return cudaSuccess;
-  channel_norm_forward<<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(x, gamma, beta, y, mean, rstd, c, t,
-                                                                               eps);
+  channel_norm_forward<<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(x, residual, mask, gamma, beta, y, mean,
+                                                                               rstd, c, t, eps);
   return cudaGetLastError();
 }
 
-cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* gamma, const float* mean,
-                                         const float* rstd, float* grad_x, float* grad_gamma_rows,
-                                         float* grad_beta_rows, int64_t b, int64_t c, int64_t t,
-                                         cudaStream_t stream) {
+cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* residual, const float* mask,
+                                         const float* gamma, const float* mean, const float* rstd, float* grad_x,
+                                         float* grad_gamma_rows, float* grad_beta_rows, int64_t b, int64_t c,
+                                         int64_t t, cudaStream_t stream) {
   if (b * c * t == 0) return cudaSuccess;
   channel_norm_backward<<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(
-      grad_y, x, gamma, mean, rstd, grad_x, grad_gamma_rows, grad_beta_rows, c, t);
+      grad_y, x, residual, mask, gamma, mean, rstd, grad_x, grad_gamma_rows, grad_beta_rows, c, t);
   return cudaGetLastError();
 }
 

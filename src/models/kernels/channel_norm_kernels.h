@@ -15,17 +15,19 @@ inline int64_t channel_norm_tiles(int64_t b, int64_t t) {
   return b * ((t + kChannelNormColumns - 1) / kChannelNormColumns);
 }
 
-// y = (x - mean) / sqrt(var + eps) * gamma + beta per (item, time) column over its C channels
-// (biased variance, two passes); mean and rstd [B, T] are kept for backward.
-cudaError_t launch_channel_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
-                                        float* mean, float* rstd, int64_t b, int64_t c, int64_t t, float eps,
-                                        cudaStream_t stream);
+// y = m * ((s - mean) / sqrt(var + eps) * gamma + beta) per (item, time) column over its C
+// channels (biased variance, two passes), s = x + residual (x where residual is null), m the
+// mask [B, T] (1 where mask is null); mean and rstd [B, T] of s are kept for backward.
+cudaError_t launch_channel_norm_forward(const float* x, const float* residual, const float* mask, const float* gamma,
+                                        const float* beta, float* y, float* mean, float* rstd, int64_t b, int64_t c,
+                                        int64_t t, float eps, cudaStream_t stream);
 
-// grad_x from grad_y; gamma's and beta's gradients as partial sums [channel_norm_tiles(b, t), C]
-// (summed over their rows by the caller: deterministic, no atomics).
-cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* gamma, const float* mean,
-                                         const float* rstd, float* grad_x, float* grad_gamma_rows,
-                                         float* grad_beta_rows, int64_t b, int64_t c, int64_t t,
-                                         cudaStream_t stream);
+// The gradient of s (x's and the residual's alike) from grad_y, with the forward's x, residual
+// and mask; gamma's and beta's gradients as partial sums [channel_norm_tiles(b, t), C] (summed
+// over their rows by the caller: deterministic, no atomics).
+cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* residual, const float* mask,
+                                         const float* gamma, const float* mean, const float* rstd, float* grad_x,
+                                         float* grad_gamma_rows, float* grad_beta_rows, int64_t b, int64_t c,
+                                         int64_t t, cudaStream_t stream);
 
 }  // namespace monoflow::models::kernels
