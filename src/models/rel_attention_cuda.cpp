@@ -24,9 +24,33 @@ torch::Tensor summed_products(const torch::Tensor& a, const torch::Tensor& b) {
   return torch::matmul(a.transpose(-2, -1), b).sum(at::IntArrayRef{0, 1}).unsqueeze(0);
 }
 
-// x [b, h, l, n] (contiguous) @ emb [1, n, d], added into out [b, h, l, d] (contiguous).
-void add_band_product(torch::Tensor& out, const torch::Tensor& x, const torch::Tensor& emb) {
-  out.view({-1, out.size(-1)}).addmm_(x.view({-1, x.size(-1)}), emb[0]);
+// The products that make the output and q's, k's and v's gradients write them as [b, h, d, l],
+// returned as their [b, h, l, d] transposes: the layout of the [b, h * d, l] convolution outputs
+// that the caller views as q, k and v and turns the output back into, so that neither the
+// output's transpose nor the gradients' views copy (24 copies of [B, 192, T] a step).
+
+// [b, h, m, n] as [b * h, m, n]: a view where the strides allow.
+torch::Tensor batched(const torch::Tensor& x) { return x.reshape({-1, x.size(-2), x.size(-1)}); }
+
+// (a @ b) transposed, contiguous [b, h, n, m], for a [b, h, m, k] and b [b, h, k, n]: b^T a^T.
+torch::Tensor transposed_product(const torch::Tensor& a, const torch::Tensor& b) {
+  return at::bmm(batched(b.transpose(-2, -1)), batched(a.transpose(-2, -1)))
+      .view({a.size(0), a.size(1), b.size(-1), a.size(-2)});
+}
+
+// x [b, h, l, k] @ m [k, n] as a contiguous [b, h, l, n], m broadcast over the batch (no copy of
+// it, and none of x where x is a transposed view).
+torch::Tensor band_product(const torch::Tensor& x, const torch::Tensor& m) {
+  const auto rows = batched(x);
+  return at::bmm(rows, m.unsqueeze(0).expand({rows.size(0), m.size(0), m.size(1)}))
+      .view({x.size(0), x.size(1), x.size(2), m.size(1)});
+}
+
+// out_t [b, h, d, l] (contiguous) += (x [b, h, l, n] @ emb [1, n, d]) transposed.
+void add_band_product_t(const torch::Tensor& out_t, const torch::Tensor& x, const torch::Tensor& emb) {
+  const int64_t rows = out_t.size(0) * out_t.size(1);
+  const auto emb_t = emb[0].t().unsqueeze(0).expand({rows, emb.size(2), emb.size(1)});
+  out_t.view({rows, out_t.size(2), out_t.size(3)}).baddbmm_(emb_t, batched(x.transpose(-2, -1)));
 }
 
 class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
@@ -38,7 +62,7 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     const kernels::RelativeRows rows = rows_of(q, emb_k);
     const torch::Tensor mask = mask_in.to(torch::kFloat).contiguous();
     const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)).contiguous();   // [b, h, l, l]
-    const torch::Tensor rel = torch::matmul(q, emb_k[0].t()).contiguous();             // [b, h, l, 2w+1]
+    const torch::Tensor rel = band_product(q, emb_k[0].t());                           // [b, h, l, 2w+1]
     const kernels::PhiloxDropout dropout = start_dropout(dropout_p, q.device());
     const torch::Tensor weights = torch::empty_like(scores);
     const torch::Tensor dropped = dropout.enabled ? torch::empty_like(scores) : weights;
@@ -48,11 +72,11 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
                                                           dropped.data_ptr<float>(), band.data_ptr<float>(), rows,
                                                           dropout, at::cuda::getCurrentCUDAStream()),
                  "relative attention forward");
-    torch::Tensor out = torch::matmul(dropped, v).contiguous();
-    add_band_product(out, band, emb_v);
+    const torch::Tensor out_t = transposed_product(dropped, v);
+    add_band_product_t(out_t, band, emb_v);
     ctx->save_for_backward({q, k, v, emb_k, emb_v, mask, weights, dropped, band});
     save_dropout(ctx, dropout);
-    return out;
+    return out_t.transpose(-2, -1);
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
@@ -63,21 +87,22 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     const kernels::RelativeRows rows = rows_of(q, emb_k);
     const kernels::PhiloxDropout dropout = saved_dropout(ctx);
     const torch::Tensor& grad_out = grads[0];
-    const torch::Tensor grad_v = torch::matmul(dropped.transpose(-2, -1), grad_out);
+    const torch::Tensor grad_v_t = transposed_product(dropped.transpose(-2, -1), grad_out);
     const torch::Tensor grad_emb_v = summed_products(band, grad_out);
     torch::Tensor grad = torch::matmul(grad_out, v.transpose(-2, -1)).contiguous();    // dP, then dS in place
-    const torch::Tensor grad_band = torch::matmul(grad_out, emb_v[0].t()).contiguous();
+    const torch::Tensor grad_band = band_product(grad_out, emb_v[0].t());
     const torch::Tensor grad_rel = torch::empty_like(grad_band);
     check_launch(kernels::launch_relative_softmax_backward(grad.data_ptr<float>(), grad_band.data_ptr<float>(),
                                                            weights.data_ptr<float>(), mask.data_ptr<float>(),
                                                            grad_rel.data_ptr<float>(), rows, dropout,
                                                            at::cuda::getCurrentCUDAStream()),
                  "relative attention backward");
-    torch::Tensor grad_q = torch::matmul(grad, k).contiguous();
-    add_band_product(grad_q, grad_rel, emb_k);
-    const torch::Tensor grad_k = torch::matmul(grad.transpose(-2, -1), q);
+    const torch::Tensor grad_q_t = transposed_product(grad, k);
+    add_band_product_t(grad_q_t, grad_rel, emb_k);
+    const torch::Tensor grad_k_t = transposed_product(grad.transpose(-2, -1), q);
     const torch::Tensor grad_emb_k = summed_products(grad_rel, q);
-    return {grad_q, grad_k, grad_v, grad_emb_k, grad_emb_v, torch::Tensor(), torch::Tensor()};
+    return {grad_q_t.transpose(-2, -1), grad_k_t.transpose(-2, -1), grad_v_t.transpose(-2, -1), grad_emb_k,
+            grad_emb_v, torch::Tensor(), torch::Tensor()};
   }
 };
 
