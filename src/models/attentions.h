@@ -57,7 +57,7 @@ torch::Tensor relative_attention(const torch::Tensor& q, const torch::Tensor& k,
 // conv(kernel) -> relu -> dropout -> conv(kernel), masked before the second conv and at the end;
 // then dropout of probability output_dropout in training (the encoder's, after the layer: on the
 // GPU in the second convolution's epilogue, conv_bias.h). x must come masked (zero where x_mask
-// is): the official masks it again before the first conv, which the encoder's norms do here.
+// is 0): the official masks it again before the first conv, which the encoder's norms do here.
 class FFNImpl : public torch::nn::Module {
  public:
   FFNImpl(int64_t in_channels, int64_t out_channels, int64_t filter_channels, int64_t kernel_size,

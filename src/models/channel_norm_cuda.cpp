@@ -76,8 +76,9 @@ bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gam
     return false;
   }
   if (residual.defined() && !(same_float_cuda(residual, x) && residual.sizes() == x.sizes())) return false;
-  return !mask.defined() || (same_float_cuda(mask, x) && mask.dim() == 3 && mask.size(0) == x.size(0) &&
-                             mask.size(1) == 1 && mask.size(2) == x.size(2));
+  // The kernel passes no gradient to the mask (a sequence mask needs none).
+  return !mask.defined() || (same_float_cuda(mask, x) && !mask.requires_grad() && mask.dim() == 3 &&
+                             mask.size(0) == x.size(0) && mask.size(1) == 1 && mask.size(2) == x.size(2));
 }
 
 torch::Tensor channel_layer_norm(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,

@@ -7,7 +7,7 @@
 namespace monoflow::models::cuda {
 
 // float32 CUDA x [B, C, T], gamma and beta float32 [C] on the same device; residual (x's shape)
-// and mask ([B, 1, T]) float32 on that device where defined.
+// and mask ([B, 1, T], not requiring a gradient) float32 on that device where defined.
 bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
                                 const torch::Tensor& residual = {}, const torch::Tensor& mask = {});
 // mask * norm(x + residual), each of residual and mask left out where undefined.

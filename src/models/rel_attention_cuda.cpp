@@ -29,8 +29,11 @@ torch::Tensor summed_products(const torch::Tensor& a, const torch::Tensor& b) {
 // that the caller views as q, k and v and turns the output back into, so that neither the
 // output's transpose nor the gradients' views copy (24 copies of [B, 192, T] a step).
 
-// [b, h, m, n] as [b * h, m, n]: a view where the strides allow.
-torch::Tensor batched(const torch::Tensor& x) { return x.reshape({-1, x.size(-2), x.size(-1)}); }
+// [b, h, m, n] as [b * h, m, n]: a view where the strides allow (sizes spelled out: -1 is
+// ambiguous for an empty tensor).
+torch::Tensor batched(const torch::Tensor& x) {
+  return x.reshape({x.size(0) * x.size(1), x.size(-2), x.size(-1)});
+}
 
 // (a @ b) transposed, contiguous [b, h, n, m], for a [b, h, m, k] and b [b, h, k, n]: b^T a^T.
 torch::Tensor transposed_product(const torch::Tensor& a, const torch::Tensor& b) {
