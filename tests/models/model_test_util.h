@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "models/glow_tts.h"
 #include "models/options.h"
@@ -12,6 +13,13 @@
 namespace monoflow::models::testing {
 
 inline std::string data_path(const std::string& name) { return std::string(MONOFLOW_MODELS_TEST_DATA) + "/" + name; }
+
+// The CPU, and the GPU where there is one: the devices a test compares on.
+inline std::vector<torch::Device> devices() {
+  std::vector<torch::Device> out{torch::kCPU};
+  if (torch::cuda::is_available()) out.emplace_back(torch::kCUDA);
+  return out;
+}
 
 // A small single-speaker model that exercises every part (prenet, relative attention,
 // proj_s, 2 flow blocks with dilation 2).

@@ -10,6 +10,7 @@
 
 #include "models/conv_bias.h"
 #include "models/modules.h"
+#include "model_test_util.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/bias_act_cuda.h"
@@ -19,11 +20,7 @@
 namespace monoflow::models {
 namespace {
 
-std::vector<torch::Device> devices() {
-  std::vector<torch::Device> out{torch::kCPU};
-  if (torch::cuda::is_available()) out.emplace_back(torch::kCUDA);
-  return out;
-}
+using testing::devices;
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.cpu().to(torch::kDouble) - b.cpu().to(torch::kDouble)).abs().max().item<double>();

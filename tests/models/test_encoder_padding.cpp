@@ -14,15 +14,12 @@
 #include "models/attentions.h"
 #include "models/encoder.h"
 #include "models/modules.h"
+#include "model_test_util.h"
 
 namespace monoflow::models {
 namespace {
 
-std::vector<torch::Device> devices() {
-  std::vector<torch::Device> out{torch::kCPU};
-  if (torch::cuda::is_available()) out.emplace_back(torch::kCUDA);
-  return out;
-}
+using testing::devices;
 
 // [B, 1, T] zeros and ones: items of T, 7 and 1 frames.
 torch::Tensor padding_mask(int64_t t, const torch::Device& device) {
