@@ -21,14 +21,11 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
                         double output_dropout = 0.0);
   torch::Tensor emb_rel_k, emb_rel_v;  // [1, 2*window+1, channels/n_heads]
 
-  // The relative-position index shuffles (exposed for tests).
-  // [b,h,l,2l-1] relative logits -> [b,h,l,l] absolute.
-  static torch::Tensor relative_to_absolute(const torch::Tensor& x);
-  // [b,h,l,l] absolute weights -> [b,h,l,2l-1] relative.
-  static torch::Tensor absolute_to_relative(const torch::Tensor& x);
-  // Embeddings [1, 2w+1, d] (window w) for relative positions -(length-1)..(length-1):
-  // [1, 2*length-1, d]; zero beyond the window.
-  static torch::Tensor relative_embeddings(const torch::Tensor& emb, int64_t length);
+  // The relative-position band maps (exposed for tests), w = (n - 1) / 2 the window:
+  // [b,h,l,n] band -> [b,h,l,l] with out[i][j] = x[i][j - i + w] where |j - i| <= w, else 0.
+  static torch::Tensor band_to_absolute(const torch::Tensor& x);
+  // [b,h,l,l] -> [b,h,l,n] band, out[i][k] = x[i][i + k - w] where that column exists, else 0.
+  static torch::Tensor absolute_to_band(const torch::Tensor& x, int64_t n);
 
  private:
   torch::Tensor attention(torch::Tensor query, torch::Tensor key, torch::Tensor value, const torch::Tensor& mask);

@@ -269,11 +269,11 @@ TEST_F(FlowsTest, CouplingStartsAsIdentityOnSecondHalf) {
   EXPECT_EQ(logdet.abs().max().item<float>(), 0.0f);
 }
 
-// score[i][j] += q_i . e_{clip(j-i)} (zero beyond the window), out_i += sum_j p_ij e_{j-i}:
-// the relative-position attention written directly, against the skewing implementation.
-// The relative/absolute position maps as strided views (attentions.cpp) against the official
-// code's pads and reshapes, values and gradients, at lengths 1 to 7 and on a non-contiguous input.
-TEST_F(FlowsTest, RelativePositionMapsEqualTheOfficialPadsWithGradients) {
+// The band maps (attentions.cpp: the window's 2w + 1 diagonals of an [l, l] matrix) against the
+// official code's pads and reshapes of the whole [l, 2l - 1] relative matrix, whose columns
+// beyond the window the official fills with zeros (its embeddings are zero-padded there):
+// values and gradients, at lengths 1 to 7 (shorter and longer than the window).
+TEST_F(FlowsTest, RelativePositionBandsEqualTheOfficialPadsWithGradients) {
   namespace F = torch::nn::functional;
   const auto official_to_absolute = [](const torch::Tensor& x_in) {
     const int64_t b = x_in.size(0), h = x_in.size(1), l = x_in.size(2);
@@ -287,12 +287,19 @@ TEST_F(FlowsTest, RelativePositionMapsEqualTheOfficialPadsWithGradients) {
     auto flat = F::pad(x.reshape({b, h, l * l + l * (l - 1)}), F::PadFuncOptions({l, 0}));
     return flat.view({b, h, l, 2 * l}).slice(3, 1);
   };
+  const int64_t w = 2, n = 2 * w + 1;
   for (int64_t l : {1, 2, 3, 7}) {
     SCOPED_TRACE("l = " + std::to_string(l));
-    const auto rel = torch::randn({2, 3, 2 * l - 1, l}, torch::kDouble).transpose(2, 3);  // not contiguous
-    auto a = rel.clone().requires_grad_(), b = rel.clone().requires_grad_();
+    // band column k is relative column k + l - 1 - w where both exist
+    const int64_t k_lo = std::max<int64_t>(0, w - l + 1), k_hi = std::min<int64_t>(n, w + l);
+    const int64_t c_lo = k_lo + l - 1 - w, c_hi = k_hi + l - 1 - w;
+
+    const auto band = torch::randn({2, 3, l, n}, torch::kDouble);
+    auto a = band.clone().requires_grad_(), b = band.clone().requires_grad_();
+    auto rel = torch::zeros({2, 3, l, 2 * l - 1}, torch::kDouble);
+    rel.slice(3, c_lo, c_hi).copy_(b.slice(3, k_lo, k_hi));
     const auto grad_abs = torch::randn({2, 3, l, l}, torch::kDouble);
-    const auto ours = MultiHeadAttentionImpl::relative_to_absolute(a), theirs = official_to_absolute(b);
+    const auto ours = MultiHeadAttentionImpl::band_to_absolute(a), theirs = official_to_absolute(rel);
     EXPECT_TRUE(torch::equal(ours, theirs));
     ours.backward(grad_abs);
     theirs.backward(grad_abs);
@@ -300,15 +307,19 @@ TEST_F(FlowsTest, RelativePositionMapsEqualTheOfficialPadsWithGradients) {
 
     const auto abs = torch::randn({2, 3, l, l}, torch::kDouble);
     auto c = abs.clone().requires_grad_(), d = abs.clone().requires_grad_();
-    const auto grad_rel = torch::randn({2, 3, l, 2 * l - 1}, torch::kDouble);
-    const auto ours_rel = MultiHeadAttentionImpl::absolute_to_relative(c), theirs_rel = official_to_relative(d);
-    EXPECT_TRUE(torch::equal(ours_rel, theirs_rel));
-    ours_rel.backward(grad_rel);
-    theirs_rel.backward(grad_rel);
+    const auto grad_band = torch::randn({2, 3, l, n}, torch::kDouble);
+    const auto ours_band = MultiHeadAttentionImpl::absolute_to_band(c, n);
+    auto theirs_band = torch::zeros({2, 3, l, n}, torch::kDouble);
+    theirs_band.slice(3, k_lo, k_hi).copy_(official_to_relative(d).slice(3, c_lo, c_hi));
+    EXPECT_TRUE(torch::equal(ours_band, theirs_band));
+    ours_band.backward(grad_band);
+    theirs_band.backward(grad_band);
     EXPECT_TRUE(torch::equal(c.grad(), d.grad()));
   }
 }
 
+// score[i][j] += q_i . e_{j-i} where |j - i| <= w, out_i += sum_j p_ij e_{j-i} likewise: the
+// relative-position attention written directly, against the band products of attentions.cpp.
 TEST_F(FlowsTest, RelativeAttentionMatchesDirectFormula) {
   const int64_t ch = 6, heads = 2, window = 2, kc = ch / heads;
   MultiHeadAttention mha(ch, ch, heads, window, 0.0);
