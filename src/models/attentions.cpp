@@ -7,7 +7,6 @@
 #include "models/rel_attention_cuda.h"
 #endif
 
-#include <algorithm>
 #include <cmath>
 
 namespace monoflow::models {

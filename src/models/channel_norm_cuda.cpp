@@ -32,7 +32,6 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
                      at::cuda::getCurrentCUDAStream()),
                  "channel layer norm forward");
     ctx->save_for_backward({x, residual, mask, gamma, mean, rstd});
-    ctx->saved_data["has_residual"] = residual.numel() > 0;
     return y;
   }
 
@@ -53,8 +52,7 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
                      c, t, at::cuda::getCurrentCUDAStream()),
                  "channel layer norm backward");
     // x and the residual enter as their sum: the same gradient.
-    const bool has_residual = ctx->saved_data["has_residual"].toBool();
-    return {grad_x, has_residual ? grad_x : torch::Tensor(), torch::Tensor(),
+    return {grad_x, residual.numel() > 0 ? grad_x : torch::Tensor(), torch::Tensor(),
             column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat), torch::Tensor()};
   }
 

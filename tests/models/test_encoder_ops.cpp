@@ -34,6 +34,16 @@ torch::Tensor layer_norm_composite(const torch::Tensor& x, const torch::Tensor& 
   return (x - mean) * torch::rsqrt(variance + eps) * gamma.view({1, -1, 1}) + beta.view({1, -1, 1});
 }
 
+// A norm on `device` with gamma and beta drawn away from their 1 and 0, so that both count.
+LayerNorm norm_with_random_affine(int64_t channels, const torch::Device& device) {
+  LayerNorm norm(channels);
+  norm->to(device);
+  torch::NoGradGuard no_grad;
+  norm->gamma.uniform_(0.5, 1.5);
+  norm->beta.uniform_(-0.5, 0.5);
+  return norm;
+}
+
 // On the GPU the shapes also cover a partial tile of time columns (33 = 32 + 1) and the encoder's
 // own (B = 32, 192 channels, 184 tokens).
 TEST(EncoderOps, LayerNormEqualsTheOriginalsCompositeWithGradients) {
@@ -44,13 +54,7 @@ TEST(EncoderOps, LayerNormEqualsTheOriginalsCompositeWithGradients) {
       SCOPED_TRACE(torch::IntArrayRef(shape));
       const int64_t channels = shape[1];
       torch::manual_seed(3);
-      LayerNorm norm(channels);
-      norm->to(device);
-      {
-        torch::NoGradGuard no_grad;
-        norm->gamma.uniform_(0.5, 1.5);
-        norm->beta.uniform_(-0.5, 0.5);
-      }
+      LayerNorm norm = norm_with_random_affine(channels, device);
       auto x = (torch::randn(shape) * 3 + 1).to(device).requires_grad_(true);
       auto x_ref = x.detach().clone().requires_grad_(true);
       auto g = torch::randn(shape).to(device);
@@ -83,13 +87,7 @@ TEST(EncoderOps, LayerNormWithResidualAndMaskEqualsTheOfficialOps) {
   for (const auto& device : devices()) {
     const int64_t b = 4, c = 48, t = 37;
     torch::manual_seed(4);
-    LayerNorm norm(c);
-    norm->to(device);
-    {
-      torch::NoGradGuard no_grad;
-      norm->gamma.uniform_(0.5, 1.5);
-      norm->beta.uniform_(-0.5, 0.5);
-    }
+    LayerNorm norm = norm_with_random_affine(c, device);
     const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{20}, int64_t{1}, int64_t{33}}).view({b, 1, 1}))
                           .to(torch::kFloat)
                           .to(device);
