@@ -3,7 +3,7 @@
 // or CUDA graph), as CSV on stdout (and --csv FILE) plus a table on stderr.
 //   bench_train_step [--config configs/ljspeech.yaml] [--backends cpu,cuda,cuda-fast]
 //                    [--precisions tf32,bf16] [--modes eager,graph] [--device cuda] [--csv out.csv]
-//                    [--profile PREFIX]
+//                    [--profile PREFIX [--profile-shapes]]
 // --batch-size/--steps/--warmup exist for smoke tests on a CPU; results with them changed
 // are not the benchmark and are flagged as such.
 // Started by scripts/launch.sh N (torchrun's variables), it is the two-GPU benchmark: one
@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   std::string config_path = "configs/ljspeech.yaml", backends_arg, precisions_arg, modes_arg, device_arg = "auto",
               csv_path, profile_prefix;
   int batch_size = 32, steps = 30, warmup = 5;
+  bool profile_shapes = false;
   std::vector<std::string> overrides;
   app.add_option("--config", config_path, "config whose model section is benchmarked");
   app.add_option("--set", overrides, "config override key=value (not the benchmark when model keys change)");
@@ -56,11 +57,14 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_prefix,
                  "after each row's timed steps, profile 3 more with Kineto into PREFIX_<backend>_<precision>_<mode>.json "
                  "(with several ranks, each rank's into ..._rank<r>.json)");
+  app.add_flag("--profile-shapes", profile_shapes,
+               "with --profile on a GPU, also record every op's input sizes (adds host time to eager steps)");
   app.add_option("--batch-size", batch_size, "batch size (spec: 32)");
   app.add_option("--steps", steps, "timed steps (spec: 30)");
   app.add_option("--warmup", warmup, "warm-up steps (spec: 5)");
   return cli_main(app, argc, argv, CliStyle("bench_train_step"), [&] {
     train::StepBenchOptions o;
+    o.profile_shapes = profile_shapes;
     train::BenchSetup& setup = o.setup;
     setup.config = train::load_config(config_path, overrides);
     setup.device = train::resolve_device(device_arg, "--device");

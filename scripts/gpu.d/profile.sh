@@ -3,13 +3,14 @@
 # (cuda-fast, TF32 and bf16, eager and graph) under LibTorch's Kineto profiler, 3 steps each,
 # summarised by scripts/profile_summary.py: wall time, GPU busy time and share, kernels,
 # launches and synchronisations per step, and the kernels that take the GPU's time.
-# Traces (gzipped) and summaries go to $OUT/profile_*.
+# Traces (gzipped) and summaries go to $OUT/profile_*. PROFILE_SHAPES=1 records every op's input
+# sizes as well (more host time in eager steps; for finding which tensor a copy is).
 set -uo pipefail
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "profile.sh: $BIN not built, skipped"; exit 0; }
 echo "== profile of the training step (Kineto)"
 timeout "${PROFILE_TIMEOUT:-240}" "$BIN" --config configs/ljspeech.yaml --backends cuda-fast \
-  --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes "${PROFILE_MODES:-eager,graph}" --steps 10 --profile "$OUT/profile" \
+  --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes "${PROFILE_MODES:-eager,graph}" --steps 10 --profile "$OUT/profile" ${PROFILE_SHAPES:+--profile-shapes} \
   > /dev/null 2> "$OUT/profile_bench.log"
 rc=$?
 [ $rc -eq 0 ] || { echo "bench_train_step --profile exit $rc"; tail -5 "$OUT/profile_bench.log"; }

@@ -147,7 +147,9 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     mas_ms.push_back(
         align::timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
-  if (!o.profile_path.empty()) profile_calls(o.profile_path, o.profiled_steps, s.device, "monoflow_step", [&] { run_step(); });
+  if (!o.profile_path.empty()) profile_calls(
+        o.profile_path, o.profiled_steps, s.device, "monoflow_step", [&] { run_step(); },
+        o.profile_shapes || !s.device.is_cuda());
   row.backend = align::backend_name(backend);
   row.precision = precision;
   row.mode = mode;

@@ -41,6 +41,7 @@ struct StepBenchOptions {
   int n_mels = 80;
   std::string profile_path;    // empty: no profile
   int profiled_steps = 3;
+  bool profile_shapes = false;  // record the ops' input sizes on a GPU too (the CPU always does)
   Distributed* distributed = nullptr;  // null or one rank: a single process
 };
 
