@@ -149,26 +149,49 @@ class CouplingAffine : public torch::autograd::Function<CouplingAffine> {
 
 class CouplingInput : public torch::autograd::Function<CouplingInput> {
  public:
-  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x) {
-    const int64_t half = x.size(1) / 2;
+  // x: float32 contiguous [B, C, T] (fused_coupling_input_applies).
+  static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, int64_t rows_dtype) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    const int64_t b = x.size(0), channels = x.size(1), t = x.size(2), half = channels / 2;
     ctx->saved_data["half"] = half;
-    return {x.narrow(1, 0, half).unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast), x};
+    // The layout change and the cast to the convolutions' dtype in one kernel.
+    const auto dtype = static_cast<torch::ScalarType>(rows_dtype);
+    auto rows = torch::empty({b, half, 1, t}, x.options().dtype(dtype).memory_format(torch::MemoryFormat::ChannelsLast));
+    dispatch_kernel_dtype(dtype, "coupling input", [&](auto* tag) {
+      using R = std::remove_pointer_t<decltype(tag)>;
+      check_launch(kernels::launch_coupling_rows_forward<R>(x.data_ptr<float>(), data_as<R>(rows), b, channels, t,
+                                                            at::cuda::getCurrentCUDAStream()),
+                   "coupling input forward");
+    });
+    return {rows, x};
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     const int64_t half = ctx->saved_data["half"].toInt();
-    const auto &grad_rows = grads[0], &grad_x = grads[1];
-    if (!grad_rows.defined()) return {grad_x};
+    const auto &grad_rows_in = grads[0], &grad_x = grads[1];
+    if (!grad_rows_in.defined()) return {grad_x, torch::Tensor()};
     if (!grad_x.defined()) {
-      auto g = torch::zeros({grad_rows.size(0), 2 * half, grad_rows.size(3)}, grad_rows.options().memory_format(
-                                                                                   torch::MemoryFormat::Contiguous));
-      g.narrow(1, 0, half).copy_(grad_rows.squeeze(2));
-      return {g};
+      auto g = torch::zeros({grad_rows_in.size(0), 2 * half, grad_rows_in.size(3)},
+                            grad_rows_in.options().dtype(torch::kFloat).memory_format(torch::MemoryFormat::Contiguous));
+      g.narrow(1, 0, half).copy_(grad_rows_in.squeeze(2));
+      return {g, torch::Tensor()};
     }
     // grad_x is CouplingAffine's fresh gradient (coupling_input's contract), so adding into it
     // in place changes no tensor that anything else holds.
-    grad_x.narrow(1, 0, half).add_(grad_rows.squeeze(2));
-    return {grad_x};
+    if (grad_x.scalar_type() != torch::kFloat || !grad_x.is_contiguous()) {
+      grad_x.narrow(1, 0, half).add_(grad_rows_in.squeeze(2));  // not the transform's own: ATen's add
+      return {grad_x, torch::Tensor()};
+    }
+    const c10::cuda::CUDAGuard guard(grad_x.device());
+    const auto grad_rows = grad_rows_in.contiguous(torch::MemoryFormat::ChannelsLast);
+    dispatch_kernel_dtype(grad_rows.scalar_type(), "coupling input", [&](auto* tag) {
+      using R = std::remove_pointer_t<decltype(tag)>;
+      check_launch(kernels::launch_coupling_rows_backward<R>(data_as<R>(grad_rows), grad_x.data_ptr<float>(),
+                                                             grad_x.size(0), grad_x.size(1), grad_x.size(2),
+                                                             at::cuda::getCurrentCUDAStream()),
+                   "coupling input backward");
+    });
+    return {grad_x, torch::Tensor()};
   }
 };
 
@@ -179,9 +202,11 @@ bool fused_coupling_input_applies(const torch::Tensor& x, const torch::Tensor& x
          mask_fits(x_mask, x);
 }
 
-std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x) {
-  TORCH_CHECK(x.dim() == 3 && x.size(1) % 2 == 0, "coupling_input: expected [B, C, T] with C even, got ", x.sizes());
-  auto r = CouplingInput::apply(x);
+std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x, torch::ScalarType rows_dtype) {
+  TORCH_CHECK(x.is_cuda() && x.dim() == 3 && x.size(1) % 2 == 0 && x.scalar_type() == torch::kFloat && x.is_contiguous(),
+              "coupling_input: expected a float32 contiguous CUDA [B, C, T] with C even, got ", x.sizes());
+  TORCH_CHECK(kernel_dtype(rows_dtype), "coupling_input: rows in float, half or bfloat16, not ", rows_dtype);
+  auto r = CouplingInput::apply(x, static_cast<int64_t>(rows_dtype));
   return {r[0], r[1]};
 }
 

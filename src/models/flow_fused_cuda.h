@@ -26,10 +26,11 @@ std::pair<torch::Tensor, torch::Tensor> coupling_affine(const torch::Tensor& x, 
                                                         const torch::Tensor& bias, const torch::Tensor& x_mask);
 
 // The coupling's input for the fused transform: (x_0 as [B, C / 2, 1, T] ChannelsLast rows for
-// the network, x itself for coupling_affine). Its backward adds the rows' gradient into the
-// first half of coupling_affine's gradient of x in place, where split, cat and an add ran before.
-// Only for x whose one other use is coupling_affine (whose backward makes that gradient afresh).
+// the network, in rows_dtype (the convolutions' under autocast: the layout copy casts too), x
+// itself for coupling_affine). Its backward adds the rows' gradient into the first half of
+// coupling_affine's gradient of x in place, where split, cat and an add ran before. Only for x
+// whose one other use is coupling_affine (whose backward makes that gradient afresh).
 bool fused_coupling_input_applies(const torch::Tensor& x, const torch::Tensor& x_mask);
-std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x);
+std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x, torch::ScalarType rows_dtype);
 
 }  // namespace monoflow::models::cuda

@@ -36,7 +36,8 @@ std::pair<torch::Tensor, torch::Tensor> squeeze(const torch::Tensor& x, const to
                    .reshape({b, c * n_sqz, t / n_sqz});
   torch::Tensor mask;
   if (x_mask.defined()) {
-    mask = x_mask.slice(2, n_sqz - 1, x_mask.size(2), n_sqz);
+    // Contiguous once here: every flow's kernels read the mask so, and each made its own copy.
+    mask = x_mask.slice(2, n_sqz - 1, x_mask.size(2), n_sqz).contiguous();
   } else {
     mask = torch::ones({b, 1, t / n_sqz}, x.options());
   }
@@ -326,14 +327,16 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     return forward_cpu_inference(x, x_mask_in, g_in.defined() ? cond_layer->forward(g_in) : torch::Tensor());
   }
   const torch::Tensor x_mask = x_mask_in.contiguous();  // once, not in every layer's update
-  auto output = torch::zeros_like(x);
   torch::Tensor g;
   if (g_in.defined()) g = cond_layer->forward(g_in);
   // Fused kernels (wn_fused.h) take the convolutions' biases and the dropout; the speaker
   // conditioning, added after dropout, keeps the composite path.
   const bool fused = wn_fused_applies(x) && !g.defined();
+  // The skip sum: the fused update's first layer starts it (undefined: zero), with no zero fill.
+  torch::Tensor output = fused ? torch::Tensor() : torch::zeros_like(x);
   // Under autocast the residual update also hands the next in_layer its input in the
-  // convolutions' dtype (residual_skip's x_low), so that the convolution casts nothing.
+  // convolutions' dtype (residual_skip's x_low), so that the convolution casts nothing; and
+  // the last layer's sum comes only in that dtype, for the coupling's end product.
   const bool low_copies = fused && at::autocast::is_autocast_enabled(at::kCUDA);
   torch::Tensor in_layer_input = low_copies && x_low.defined() ? x_low : x;
   const int64_t h = hidden_channels_;
@@ -354,7 +357,11 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
     }
     if (last) {
       // The last layer's output joins the skip sum, masked: one kernel (or CPU pass) each way.
-      if (fused) return masked_sum(output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask).out;
+      if (fused) {
+        const auto sum = masked_sum(output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias, x_mask,
+                                    low_copies, /*low_only=*/low_copies);
+        return low_copies ? sum.out_low : sum.out;
+      }
       return masked_sum(output, res_skip_layer.forward(acts), {}, x_mask).out;
     } else {
       auto out = fused ? residual_skip(x, output, res_skip_layer.forward_without_bias(acts), res_skip_layer.bias,
@@ -491,9 +498,10 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
 #ifdef MONOFLOW_HAS_CUDA
   // GPU training through the fused transform: x_0's rows and x as one op (flow_fused_cuda.h).
   if (!reverse && !sigmoid_scale_ && cuda::fused_coupling_input_applies(x, x_mask)) {
-    const auto [time_rows, x_whole] = cuda::coupling_input(x);
-    const auto mask = x_mask.unsqueeze(2);
     const bool autocast = at::autocast::is_autocast_enabled(at::kCUDA);
+    const auto [time_rows, x_whole] =
+        cuda::coupling_input(x, autocast ? at::autocast::get_autocast_dtype(at::kCUDA) : x.scalar_type());
+    const auto mask = x_mask.unsqueeze(2);
     const auto start_out = masked_sum({}, start->forward_without_bias(time_rows), start->bias, mask, autocast);
     const auto h = wn->forward(start_out.out, mask, g, start_out.out_low);
     const auto out = conv_over_time(h, end->weight, {}).squeeze(2);

@@ -94,7 +94,8 @@ class WNImpl : public torch::nn::Module {
   WNImpl(int64_t hidden_channels, int64_t kernel_size, int64_t dilation_rate, int64_t n_layers,
          int64_t gin_channels = 0, double p_dropout = 0.0);
   // x_low: x in the convolutions' dtype under autocast, where the caller has it (the coupling's
-  // start writes it with its masked sum), for the first in_layer; undefined: cast from x.
+  // start writes it with its masked sum), for the first in_layer; undefined: cast from x. On a
+  // GPU under autocast the output comes in that dtype too (its one reader is a product).
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {},
                         const torch::Tensor& x_low = {});
   // A 1x1 convolution [P, hidden, 1] (+ bias [P]) of forward's output: the coupling's end. In

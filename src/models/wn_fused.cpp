@@ -121,13 +121,16 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
                                                                 const torch::Tensor& x_mask) {
   const auto res_skip = bias.defined() ? res_skip_in + over_channels(bias, res_skip_in) : res_skip_in;
   const auto res_and_skip = res_skip.chunk(2, 1);
-  return {(x + res_and_skip[0]) * x_mask, skip_sum + res_and_skip[1]};
+  const auto skip = skip_sum.defined() ? skip_sum + res_and_skip[1] : res_and_skip[1].to(x.scalar_type(), false, true);
+  return {(x + res_and_skip[0]) * x_mask, skip};
 }
 
 ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                                  const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low) {
-  if (is_time_rows(x) && is_time_rows(skip_sum) && is_time_rows(res_skip) && is_time_rows(x_mask)) {
-    auto out = residual_skip(x.squeeze(2), skip_sum.squeeze(2), res_skip.squeeze(2), bias, x_mask.squeeze(2), with_low);
+  if (is_time_rows(x) && (!skip_sum.defined() || is_time_rows(skip_sum)) && is_time_rows(res_skip) &&
+      is_time_rows(x_mask)) {
+    auto out = residual_skip(x.squeeze(2), skip_sum.defined() ? skip_sum.squeeze(2) : skip_sum, res_skip.squeeze(2),
+                             bias, x_mask.squeeze(2), with_low);
     return {out.x.unsqueeze(2), out.skip.unsqueeze(2), with_low ? out.x_low.unsqueeze(2) : torch::Tensor()};
   }
 #ifdef MONOFLOW_HAS_CUDA
@@ -135,7 +138,7 @@ ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& sk
     return cuda::residual_skip(x, skip_sum, res_skip, bias, x_mask, with_low);
   }
 #endif
-  if (!bias.defined() && cpu::residual_skip_cpu_applies(x, skip_sum, res_skip, x_mask)) {
+  if (!bias.defined() && skip_sum.defined() && cpu::residual_skip_cpu_applies(x, skip_sum, res_skip, x_mask)) {
     auto out = cpu::residual_skip_cpu(x, skip_sum, res_skip, x_mask);
     return {out.x, out.skip, with_low ? out.x_low : torch::Tensor()};
   }
@@ -154,20 +157,27 @@ torch::Tensor masked_sum_reference(const torch::Tensor& x, const torch::Tensor& 
 }
 
 MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
-                           const torch::Tensor& x_mask, bool with_low) {
+                           const torch::Tensor& x_mask, bool with_low, bool low_only) {
+  TORCH_CHECK(with_low || !low_only, "masked_sum: low_only needs with_low");
   if (is_time_rows(res) && (!x.defined() || is_time_rows(x)) && is_time_rows(x_mask)) {
-    auto out = masked_sum(x.defined() ? x.squeeze(2) : x, res.squeeze(2), bias, x_mask.squeeze(2), with_low);
-    return {out.out.unsqueeze(2), with_low ? out.out_low.unsqueeze(2) : torch::Tensor()};
+    auto out =
+        masked_sum(x.defined() ? x.squeeze(2) : x, res.squeeze(2), bias, x_mask.squeeze(2), with_low, low_only);
+    return {out.out.defined() ? out.out.unsqueeze(2) : out.out, with_low ? out.out_low.unsqueeze(2) : torch::Tensor()};
   }
 #ifdef MONOFLOW_HAS_CUDA
-  if (cuda::fused_masked_sum_applies(x, res, bias, x_mask)) return cuda::masked_sum(x, res, bias, x_mask, with_low);
-#endif
-  if (!bias.defined() && cpu::masked_sum_cpu_applies(x, res, x_mask)) {
-    auto out = cpu::masked_sum_cpu(x, res, x_mask);
-    return {out, with_low ? out : torch::Tensor()};
+  if (cuda::fused_masked_sum_applies(x, res, bias, x_mask)) {
+    return cuda::masked_sum(x, res, bias, x_mask, with_low, low_only);
   }
-  auto out = masked_sum_reference(x, res, bias, x_mask);
-  return {out, with_low ? out.to(res.scalar_type()) : torch::Tensor()};
+#endif
+  torch::Tensor out;
+  if (!bias.defined() && cpu::masked_sum_cpu_applies(x, res, x_mask)) {
+    out = cpu::masked_sum_cpu(x, res, x_mask);
+    if (!with_low) return {out, torch::Tensor()};
+    return {low_only ? torch::Tensor() : out, out};
+  }
+  out = masked_sum_reference(x, res, bias, x_mask);
+  if (!with_low) return {out, torch::Tensor()};
+  return {low_only ? torch::Tensor() : out, out.to(res.scalar_type())};
 }
 
 }  // namespace monoflow::models

@@ -28,7 +28,8 @@ torch::Tensor gated_activation_reference(const torch::Tensor& x_in, const torch:
 
 // One WN layer's residual and skip update (all layers but the last), res_skip [B, 2H, (1,) T]
 // split into (res, skip) with the res_skip layer's bias [2H] (or undefined: already added):
-// x = (x + res) * x_mask, skip = skip_sum + skip. With with_low, x_low is x in res_skip's
+// x = (x + res) * x_mask, skip = skip_sum + skip (skip_sum undefined: zero, a WN's first
+// layer, which then fills no zero sum to add to). With with_low, x_low is x in res_skip's
 // dtype (else undefined), the next in_layer's input under autocast: on CUDA the update's
 // kernel writes it and its backward adds its gradient, where a cast would cost a kernel each
 // way and one more to sum the two gradients.
@@ -47,12 +48,13 @@ std::pair<torch::Tensor, torch::Tensor> residual_skip_reference(const torch::Ten
 // layer adding its output to the skip sum and masking it, and a coupling's start convolution
 // masking its rows, each one kernel a way on CUDA (residual_skip's without the skip half) and
 // one pass on the CPU in float32 (residual_cpu.h, as residual_skip there). With with_low,
-// out_low is out in res's dtype, as residual_skip's x_low.
+// out_low is out in res's dtype, as residual_skip's x_low; with low_only too, out is left
+// undefined (on CUDA not written: a WN's output that only a 16-bit product reads).
 struct MaskedSumOutput {
   torch::Tensor out, out_low;
 };
 MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
-                           const torch::Tensor& x_mask, bool with_low = false);
+                           const torch::Tensor& x_mask, bool with_low = false, bool low_only = false);
 torch::Tensor masked_sum_reference(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
                                    const torch::Tensor& x_mask);
 

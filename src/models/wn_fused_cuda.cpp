@@ -38,15 +38,13 @@ torch::Tensor empty_in_layout(int64_t b, int64_t c, int64_t t, const torch::Tens
   return torch::empty({b, c, t}, options);
 }
 
-// Custom autograd functions take no undefined tensors, so "no bias" travels as an empty one.
-torch::Tensor bias_or_empty(const torch::Tensor& bias, const torch::Tensor& like) {
-  return bias.defined() ? bias : torch::empty({0}, like.options().dtype(torch::kFloat));
+// "No bias" travels as an empty float tensor (cuda_dispatch.h's or_none).
+torch::Tensor bias_or_none(const torch::Tensor& bias, const torch::Tensor& like) {
+  return or_none(bias, like.options().dtype(torch::kFloat));
 }
-bool has_bias(const torch::Tensor& bias) { return bias.numel() > 0; }
 
 // A float [C] copy of a bias for the kernels (a parameter is float already: no copy).
 torch::Tensor float_bias(const torch::Tensor& bias) { return bias.to(torch::kFloat).contiguous(); }
-const float* bias_ptr(const torch::Tensor& bias) { return has_bias(bias) ? bias.data_ptr<float>() : nullptr; }
 
 // The bias's gradient: grad summed over every axis but the channels.
 torch::Tensor bias_grad(const torch::Tensor& grad, bool channels_last, torch::ScalarType dtype) {
@@ -94,8 +92,8 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
         keep_record = torch::empty({(x.numel() + 7) / 8}, keep_record.options());
       }
       check_launch(kernels::launch_tanh_sigmoid_gate_forward<T>(
-                       data_as<T>(x), bias_ptr(b), data_as<T>(acts),
-                       keep_record.numel() > 0 ? keep_record.data_ptr<uint8_t>() : nullptr, g.outer, h * g.inner,
+                       data_as<T>(x), data_or_null<float>(b), data_as<T>(acts),
+                       data_or_null<uint8_t>(keep_record), g.outer, h * g.inner,
                        g.inner, dropout, at::cuda::getCurrentCUDAStream()),
                    "gated_activation forward");
     });
@@ -119,19 +117,19 @@ class GatedActivation : public torch::autograd::Function<GatedActivation> {
     BiasSums sums;
     dispatch_kernel_dtype(x.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using T = std::remove_pointer_t<decltype(tag)>;
-      if (has_bias(b) && kernels::gate_backward_sums_bias<T>(g.outer, h * g.inner, g.inner, x.data_ptr(),
+      if (is_given(b) && kernels::gate_backward_sums_bias<T>(g.outer, h * g.inner, g.inner, x.data_ptr(),
                                                              grad_acts.data_ptr(), grad_in.data_ptr())) {
         sums = bias_sums(g.outer, 2 * h, x.options());
       }
       check_launch(kernels::launch_tanh_sigmoid_gate_backward<T>(
-                       data_as<T>(x), bias_ptr(b), data_as<T>(grad_acts),
-                       keep_record.numel() > 0 ? keep_record.data_ptr<uint8_t>() : nullptr, data_as<T>(grad_in),
+                       data_as<T>(x), data_or_null<float>(b), data_as<T>(grad_acts),
+                       data_or_null<uint8_t>(keep_record), data_as<T>(grad_in),
                        sums.partials_ptr(), sums.grad_bias_ptr(), g.outer, h * g.inner, g.inner, dropout,
                        at::cuda::getCurrentCUDAStream()),
                    "gated_activation backward");
     });
     torch::Tensor grad_bias;
-    if (has_bias(b)) {
+    if (is_given(b)) {
       grad_bias = bias_grad_of(sums, grad_in, g.channels_last,
                                static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt()));
     }
@@ -149,6 +147,7 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const int64_t h = x.size(1);
     const torch::Tensor mask = x_mask.to(torch::kFloat).contiguous();
     const torch::Tensor b = float_bias(bias);
+    const bool has_skip_sum = is_given(skip_sum);  // none: the skip sum starts here (zero)
     auto x_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     auto skip_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     // x_out in res_skip's dtype, when that is a low precision; otherwise an empty placeholder.
@@ -158,8 +157,8 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     if (!write_low) ctx->mark_non_differentiable({x_low});
     dispatch_kernel_dtype(res_skip.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_residual_skip_forward<R>(data_as<float>(x), data_as<float>(skip_sum), data_as<R>(res_skip),
-                                                     bias_ptr(b), data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
+      check_launch(kernels::launch_residual_skip_forward<R>(data_as<float>(x), data_or_null<float>(skip_sum), data_as<R>(res_skip),
+                                                     data_or_null<float>(b), data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
                                                      write_low ? data_as<R>(x_low) : nullptr, g.outer, h * g.inner, g.inner,
                                                      at::cuda::getCurrentCUDAStream()),
             "residual_skip forward");
@@ -167,10 +166,11 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     ctx->save_for_backward({mask});
     ctx->set_materialize_grads(false);
     ctx->saved_data["channels"] = h;
+    ctx->saved_data["has_skip_sum"] = has_skip_sum;
     ctx->saved_data["res_skip_dtype"] = static_cast<int64_t>(res_skip.scalar_type());
     ctx->saved_data["channels_last"] = g.channels_last;
     ctx->saved_data["bias_dtype"] =
-        static_cast<int64_t>(has_bias(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
+        static_cast<int64_t>(is_given(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
     return {x_out, skip_out, x_low};
   }
 
@@ -192,7 +192,7 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const Geometry g = geometry_of(grad_skip_out);
     auto grad_x = empty_in_layout(b, h, t, f32, channels_last);
     auto grad_res_skip = empty_in_layout(b, 2 * h, t, f32.dtype(res_dtype), channels_last);
-    const bool has_low = grads.size() > 2 && grads[2].defined() && grads[2].numel() > 0;
+    const bool has_low = grads.size() > 2 && is_given(grads[2]);
     const torch::Tensor grad_x_low = has_low ? in_layout(grads[2].to(res_dtype), channels_last) : torch::Tensor();
     const auto bias_dtype = static_cast<torch::ScalarType>(ctx->saved_data["bias_dtype"].toInt());
     BiasSums sums;
@@ -217,7 +217,9 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     if (bias_dtype != c10::ScalarType::Undefined) {
       grad_bias = bias_grad_of(sums, grad_res_skip, channels_last, bias_dtype);
     }
-    return {grad_x, grad_skip_out, grad_res_skip, grad_bias, torch::Tensor(), torch::Tensor()};
+    const bool has_skip_sum = ctx->saved_data["has_skip_sum"].toBool();
+    return {grad_x, has_skip_sum ? grad_skip_out : torch::Tensor(), grad_res_skip, grad_bias, torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -226,24 +228,28 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
 class MaskedSum : public torch::autograd::Function<MaskedSum> {
  public:
   static tensor_list forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& res,
-                             const torch::Tensor& bias, const torch::Tensor& x_mask, bool low_copy) {
+                             const torch::Tensor& bias, const torch::Tensor& x_mask, bool low_copy, bool low_only) {
     const c10::cuda::CUDAGuard guard(res.device());
     const Geometry g = geometry_of(res);
     const int64_t h = res.size(1);
-    const bool has_x = x.numel() > 0;
+    const bool has_x = is_given(x);
     const torch::Tensor mask = x_mask.to(torch::kFloat).contiguous();
     const torch::Tensor b = float_bias(bias);
     const auto f32 = res.options().dtype(torch::kFloat);
-    auto out = empty_in_layout(res.size(0), h, res.size(2), f32, g.channels_last);
     const bool write_low = low_copy && res.scalar_type() != torch::kFloat;
+    // Only the low copy where that is all the caller reads (the float sum is then not written).
+    const bool write_out = !(write_low && low_only);
+    auto out = write_out ? empty_in_layout(res.size(0), h, res.size(2), f32, g.channels_last) : torch::empty({0}, f32);
     auto out_low = write_low ? empty_in_layout(res.size(0), h, res.size(2), res.options(), g.channels_last)
                              : torch::empty({0}, res.options());
+    if (!write_out) ctx->mark_non_differentiable({out});
     if (!write_low) ctx->mark_non_differentiable({out_low});
     dispatch_kernel_dtype(res.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
       check_launch(kernels::launch_residual_skip_forward<R>(
-                       has_x ? data_as<float>(x) : nullptr, nullptr, data_as<R>(res), bias_ptr(b),
-                       data_as<float>(mask), data_as<float>(out), nullptr, write_low ? data_as<R>(out_low) : nullptr,
+                       has_x ? data_as<float>(x) : nullptr, nullptr, data_as<R>(res), data_or_null<float>(b),
+                       data_as<float>(mask), write_out ? data_as<float>(out) : nullptr, nullptr,
+                       write_low ? data_as<R>(out_low) : nullptr,
                        g.outer, h * g.inner, g.inner, at::cuda::getCurrentCUDAStream()),
                    "masked_sum forward");
     });
@@ -254,7 +260,7 @@ class MaskedSum : public torch::autograd::Function<MaskedSum> {
     ctx->saved_data["res_dtype"] = static_cast<int64_t>(res.scalar_type());
     ctx->saved_data["channels_last"] = g.channels_last;
     ctx->saved_data["bias_dtype"] =
-        static_cast<int64_t>(has_bias(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
+        static_cast<int64_t>(is_given(bias) ? bias.scalar_type() : c10::ScalarType::Undefined);
     return {out, out_low};
   }
 
@@ -267,8 +273,8 @@ class MaskedSum : public torch::autograd::Function<MaskedSum> {
     const int64_t h = ctx->saved_data["channels"].toInt();
     const int64_t b = mask.size(0), t = mask.size(2);
     const auto f32 = mask.options().dtype(torch::kFloat);
-    const bool has_out = grads[0].defined();
-    const bool has_low = grads.size() > 1 && grads[1].defined() && grads[1].numel() > 0;
+    const bool has_out = is_given(grads[0]);
+    const bool has_low = grads.size() > 1 && is_given(grads[1]);
     const torch::Tensor grad_out = has_out ? in_layout(grads[0].to(torch::kFloat), channels_last) : torch::Tensor();
     const torch::Tensor grad_low = has_low ? in_layout(grads[1].to(res_dtype), channels_last) : torch::Tensor();
     const c10::cuda::CUDAGuard guard(mask.device());
@@ -296,7 +302,7 @@ class MaskedSum : public torch::autograd::Function<MaskedSum> {
     if (sums.grad_bias.defined()) sums.grad_bias = sums.grad_bias.slice(0, 0, h);
     torch::Tensor grad_bias;
     if (bias_dtype != c10::ScalarType::Undefined) grad_bias = bias_grad_of(sums, grad_res, channels_last, bias_dtype);
-    return {grad_x, grad_res, grad_bias, torch::Tensor(), torch::Tensor()};
+    return {grad_x, grad_res, grad_bias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -347,13 +353,14 @@ bool fused_gate_applies(const torch::Tensor& x_in, const torch::Tensor& bias, do
 }
 
 torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p) {
-  return GatedActivation::apply(x_in, bias_or_empty(bias, x_in), dropout_p);
+  return GatedActivation::apply(x_in, bias_or_none(bias, x_in), dropout_p);
 }
 
 bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                             const torch::Tensor& bias, const torch::Tensor& x_mask) {
   if (!x.is_cuda() || x.dim() != 3 || x.scalar_type() != torch::kFloat) return false;
-  if (skip_sum.sizes() != x.sizes() || skip_sum.scalar_type() != torch::kFloat || skip_sum.device() != x.device()) {
+  if (skip_sum.defined() &&
+      (skip_sum.sizes() != x.sizes() || skip_sum.scalar_type() != torch::kFloat || skip_sum.device() != x.device())) {
     return false;
   }
   if (res_skip.dim() != 3 || res_skip.device() != x.device() || !kernel_dtype(res_skip.scalar_type()) ||
@@ -367,14 +374,16 @@ bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_su
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != res_skip.size(1) || bias.device() != x.device())) {
     return false;
   }
-  const bool contiguous = x.is_contiguous() && skip_sum.is_contiguous() && res_skip.is_contiguous();
-  const bool channels_last = is_channels_last_1d(x) && is_channels_last_1d(skip_sum) && is_channels_last_1d(res_skip);
+  const bool no_skip_sum = !skip_sum.defined();
+  const bool contiguous = x.is_contiguous() && (no_skip_sum || skip_sum.is_contiguous()) && res_skip.is_contiguous();
+  const bool channels_last =
+      is_channels_last_1d(x) && (no_skip_sum || is_channels_last_1d(skip_sum)) && is_channels_last_1d(res_skip);
   return contiguous || channels_last;
 }
 
 ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                                  const torch::Tensor& bias, const torch::Tensor& x_mask, bool with_low) {
-  auto out = ResidualSkip::apply(x, skip_sum, res_skip, bias_or_empty(bias, x), x_mask, with_low);
+  auto out = ResidualSkip::apply(x, or_none(skip_sum, x.options()), res_skip, bias_or_none(bias, x), x_mask, with_low);
   if (!with_low) return {out[0], out[1], torch::Tensor()};
   if (out[2].numel() == 0) out[2] = out[0].to(res_skip.scalar_type());  // float res_skip: no low copy
   return {out[0], out[1], out[2]};
@@ -395,11 +404,12 @@ bool fused_masked_sum_applies(const torch::Tensor& x, const torch::Tensor& res, 
 }
 
 MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
-                           const torch::Tensor& x_mask, bool with_low) {
-  const auto no_x = torch::empty({0}, res.options().dtype(torch::kFloat));
-  auto out = MaskedSum::apply(x.defined() ? x : no_x, res, bias_or_empty(bias, res), x_mask, with_low);
+                           const torch::Tensor& x_mask, bool with_low, bool low_only) {
+  auto out = MaskedSum::apply(or_none(x, res.options().dtype(torch::kFloat)), res, bias_or_none(bias, res), x_mask,
+                              with_low, low_only);
   if (!with_low) return {out[0], torch::Tensor()};
   if (out[1].numel() == 0) out[1] = out[0].to(res.scalar_type());  // float res: no low copy
+  if (low_only) return {torch::Tensor(), out[1]};
   return {out[0], out[1]};
 }
 

@@ -13,8 +13,9 @@ namespace monoflow::models::cuda {
 bool fused_gate_applies(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p);
 torch::Tensor gated_activation(const torch::Tensor& x_in, const torch::Tensor& bias, double dropout_p);
 
-// x and skip_sum float [B, H, T], res_skip float/half/bfloat16 [B, 2H, T], all CUDA and in
-// one layout (contiguous or channels-last); bias [2H] or undefined; x_mask [B, 1, T].
+// x and skip_sum float [B, H, T] (skip_sum may be undefined: zero), res_skip float/half/bfloat16
+// [B, 2H, T], all CUDA and in one layout (contiguous or channels-last); bias [2H] or undefined;
+// x_mask [B, 1, T].
 bool fused_residual_applies(const torch::Tensor& x, const torch::Tensor& skip_sum, const torch::Tensor& res_skip,
                             const torch::Tensor& bias, const torch::Tensor& x_mask);
 // with_low: x_low written by the same kernel (res_skip's dtype; a cast for float res_skip).
@@ -26,7 +27,7 @@ ResidualSkipOutput residual_skip(const torch::Tensor& x, const torch::Tensor& sk
 bool fused_masked_sum_applies(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
                               const torch::Tensor& x_mask);
 MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& bias,
-                           const torch::Tensor& x_mask, bool with_low);
+                           const torch::Tensor& x_mask, bool with_low, bool low_only);
 
 // rows [N, C_in] x weight_t [C_in, C_out] + bias [C_out] (a 1x1 convolution of time rows),
 // CUDA; the bias's gradient as one matrix-vector product.

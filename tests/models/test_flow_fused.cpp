@@ -361,8 +361,10 @@ TEST(FlowFusedCuda, CouplingInputGivesTheGradientOfSplitAndTransform) {
   ASSERT_TRUE(cuda::fused_coupling_input_applies(x, mask));
   EXPECT_FALSE(cuda::fused_coupling_input_applies(x.transpose(1, 2).contiguous().transpose(1, 2), mask));
   EXPECT_FALSE(cuda::fused_coupling_input_applies(x.narrow(1, 0, 9).contiguous(), mask));
+  // The rows in float, and in bfloat16 as autocast has them (the cast in the layout copy).
+  for (const auto rows_dtype : {torch::kFloat, torch::kBFloat16})
   for (const int uses : {3, 1, 2}) {  // bit 1: the rows, bit 2: the transform
-    SCOPED_TRACE("uses " + std::to_string(uses));
+    SCOPED_TRACE("uses " + std::to_string(uses) + ", rows " + std::string(c10::toString(rows_dtype)));
     auto x_ref = x.clone().requires_grad_(true), x_op = x.clone().requires_grad_(true);
     auto loss_of = [&](const torch::Tensor& rows, const torch::Tensor& whole) {
       auto loss = torch::zeros({}, torch::kCUDA);
@@ -370,10 +372,12 @@ TEST(FlowFusedCuda, CouplingInputGivesTheGradientOfSplitAndTransform) {
       if (uses & 2) loss = loss + (coupling_affine(whole, out, bias, mask).first * gz).sum();
       return loss;
     };
-    const auto rows_ref = x_ref.split(half, 1)[0].unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast);
+    const auto rows_ref =
+        x_ref.split(half, 1)[0].unsqueeze(2).contiguous(torch::MemoryFormat::ChannelsLast).to(rows_dtype);
     loss_of(rows_ref, x_ref).backward();
-    const auto [rows_op, whole_op] = cuda::coupling_input(x_op);
+    const auto [rows_op, whole_op] = cuda::coupling_input(x_op, rows_dtype);
     EXPECT_TRUE(rows_op.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_EQ(rows_op.scalar_type(), rows_dtype);
     EXPECT_TRUE(torch::equal(rows_op, rows_ref));
     EXPECT_TRUE(torch::equal(whole_op, x));
     loss_of(rows_op, whole_op).backward();

@@ -57,6 +57,10 @@ TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   out = residual_skip(x, skip, res_skip, bias, mask);
   EXPECT_TRUE(torch::equal(out.x, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
   EXPECT_TRUE(torch::equal(out.skip, torch::tensor({17.0f, 28.0f, 40.0f, 51.0f}).view({1, 2, 2})));
+  // No skip sum yet (a WN's first layer): the skip half plus its bias.
+  out = residual_skip(x, {}, res_skip, bias, mask);
+  EXPECT_TRUE(torch::equal(out.x, torch::tensor({2.0f, 0.0f, 7.0f, 0.0f}).view({1, 2, 2})));
+  EXPECT_TRUE(torch::equal(out.skip, torch::tensor({7.0f, 8.0f, 10.0f, 11.0f}).view({1, 2, 2})));
   // The masked sum: (x + res + bias) * mask, x optional.
   auto res = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({1, 2, 2});
   auto sum_bias = torch::tensor({0.5f, -1.0f});
@@ -65,6 +69,9 @@ TEST(WnFused, CpuDispatchComputesTheGateAndTheUpdate) {
   auto start = masked_sum({}, res, sum_bias, mask, /*with_low=*/true);
   EXPECT_TRUE(torch::equal(start.out, torch::tensor({1.5f, 0.0f, 2.0f, 0.0f}).view({1, 2, 2})));
   EXPECT_TRUE(torch::equal(start.out_low, start.out));
+  const auto low_only = masked_sum({}, res, sum_bias, mask, /*with_low=*/true, /*low_only=*/true);
+  EXPECT_FALSE(low_only.out.defined());
+  EXPECT_TRUE(torch::equal(low_only.out_low, start.out));
   // The gate with a bias: tanh(0.5 + 1) * sigmoid(2 - 1).
   auto gate_bias = torch::tensor({1.0f, 0.0f, -1.0f, 0.0f});
   EXPECT_NEAR(gated_activation(x_in, gate_bias)[0][0][0].item<float>(), std::tanh(1.5f) / (1 + std::exp(-1.0f)), 1e-6);
@@ -369,7 +376,52 @@ TEST_F(WnFusedCuda, MaskedSumMatchesTheReferenceForwardAndBackward) {
         if (with_bias) {
           EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
         }
+        // The low copy alone (a WN's output under autocast, which only the end product reads):
+        // the float sum is neither returned nor written, the copy is the same bits.
+        fused_in = leaf_copies(inputs);
+        ref_in = leaf_copies(inputs);
+        masked_sum_reference(x_of(ref_in), ref_in[0], bias_of(ref_in), mask).to(c.dtype).backward(g_low);
+        const auto only = masked_sum(x_of(fused_in), fused_in[0], bias_of(fused_in), mask, /*with_low=*/true,
+                                     /*low_only=*/true);
+        EXPECT_FALSE(only.out.defined());
+        EXPECT_EQ(max_abs_diff(only.out_low, out_low), 0.0);
+        only.out_low.backward(g_low);
+        EXPECT_LE(max_abs_diff(fused_in[0].grad(), ref_in[0].grad()), tolerance(c.dtype) * 4);
+        if (with_x) EXPECT_LE(max_abs_diff(fused_in[2].grad(), ref_in[2].grad()), 1e-5);
+        if (with_bias) {
+          EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
+        }
       }
+    }
+  }
+}
+
+// A WN's first update, whose skip sum starts there: without a skip_sum tensor the kernel reads
+// none, with the same values and gradients as a zero one (every dtype and layout).
+TEST_F(WnFusedCuda, ResidualSkipWithoutSkipSumEqualsAZeroOne) {
+  torch::manual_seed(13);
+  for (const auto& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const auto f32 = cuda_float();
+    auto mask = padded_mask(c);
+    std::vector<torch::Tensor> inputs{randn_in(c.b, c.h, c.t, c.channels_last, f32),
+                                      randn_in(c.b, 2 * c.h, c.t, c.channels_last, f32.dtype(c.dtype)),
+                                      torch::randn({2 * c.h}, f32)};
+    auto zero_in = leaf_copies(inputs), none_in = leaf_copies(inputs);
+    const auto zeros = torch::zeros_like(inputs[0]);
+    auto with_zeros = residual_skip(zero_in[0], zeros, zero_in[1], zero_in[2], mask, /*with_low=*/true);
+    auto without = residual_skip(none_in[0], {}, none_in[1], none_in[2], mask, /*with_low=*/true);
+    EXPECT_EQ(max_abs_diff(without.x, with_zeros.x), 0.0);
+    EXPECT_EQ(max_abs_diff(without.skip, with_zeros.skip), 0.0);
+    EXPECT_EQ(max_abs_diff(without.x_low, with_zeros.x_low), 0.0);
+    EXPECT_GT(without.skip.abs().max().item<double>(), 0.1);
+    auto gx = randn_in(c.b, c.h, c.t, c.channels_last, f32), gs = randn_in(c.b, c.h, c.t, c.channels_last, f32);
+    auto g_low = randn_in(c.b, c.h, c.t, c.channels_last, f32.dtype(c.dtype));
+    torch::autograd::backward({with_zeros.x, with_zeros.skip, with_zeros.x_low}, {gx, gs, g_low});
+    torch::autograd::backward({without.x, without.skip, without.x_low}, {gx, gs, g_low});
+    for (int k = 0; k < 3; ++k) {
+      SCOPED_TRACE("input " + std::to_string(k));
+      EXPECT_EQ(max_abs_diff(none_in[k].grad(), zero_in[k].grad()), 0.0);
     }
   }
 }

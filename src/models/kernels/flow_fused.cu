@@ -14,7 +14,8 @@
 // Affine coupling (v1): forward was exp, a product, a sum, the mask product, a concatenation
 // and a masked sum for the log-determinant, backward about as many again, on tensors in two
 // layouts (the end convolution's output is channels-last, x is not). Here a 32x32 (time,
-// channel) tile goes through shared memory, so both layouts are read and written coalesced.
+// channel) tile goes through shared memory, so both layouts are read and written coalesced;
+// the coupling's input rows likewise.
 #include "models/kernels/flow_kernels.h"
 
 #include "models/kernels/element_types.cuh"
@@ -243,6 +244,43 @@ __global__ void coupling_backward(const float* __restrict__ z, const O* __restri
   }
 }
 
+// The coupling's input rows (v1; before, an ATen copy to ChannelsLast, a cast in the start
+// product and, backward, the cast's copy and a strided add): x's first half [B, H, T] of
+// [B, 2H, T] float to rows [B, T, H] of R, and backward grad_rows added into grad_x's first
+// half, each through a 32x32 (time, channel) tile so that both layouts go coalesced.
+// Grid (ceil(T / 32), ceil(H / 32), B), block (32, 8).
+template <typename R>
+__global__ void coupling_rows_forward(const float* __restrict__ x, R* __restrict__ rows, int64_t half,
+                                      int64_t time) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kTile, c0 = int64_t(blockIdx.y) * kTile;
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t c = c0 + k, t = t0 + threadIdx.x;
+    if (c < half && t < time) tile[k][threadIdx.x] = x[(b * 2 * half + c) * time + t];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t t = t0 + k, c = c0 + threadIdx.x;
+    if (c < half && t < time) rows[(b * time + t) * half + c] = from_float<R>(tile[threadIdx.x][k]);
+  }
+}
+
+template <typename R>
+__global__ void coupling_rows_backward(const R* __restrict__ grad_rows, float* __restrict__ grad_x, int64_t half,
+                                       int64_t time) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kTile, c0 = int64_t(blockIdx.y) * kTile;
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t t = t0 + k, c = c0 + threadIdx.x;
+    if (c < half && t < time) tile[k][threadIdx.x] = to_float(grad_rows[(b * time + t) * half + c]);
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t c = c0 + k, t = t0 + threadIdx.x;
+    if (c < half && t < time) grad_x[(b * 2 * half + c) * time + t] += tile[threadIdx.x][k];
+  }
+}
+
 }  // namespace
 
 int coupling_tiles(int64_t half, int64_t time) {
@@ -282,6 +320,40 @@ MONOFLOW_COUPLING(float)
 MONOFLOW_COUPLING(__half)
 MONOFLOW_COUPLING(__nv_bfloat16)
 #undef MONOFLOW_COUPLING
+
+namespace {
+dim3 rows_grid(int64_t batch, int64_t half, int64_t time) {
+  return dim3(static_cast<unsigned>((time + kTile - 1) / kTile), static_cast<unsigned>((half + kTile - 1) / kTile),
+              static_cast<unsigned>(batch));
+}
+}  // namespace
+
+template <typename R>
+cudaError_t launch_coupling_rows_forward(const float* x, R* rows, int64_t batch, int64_t channels, int64_t time,
+                                         cudaStream_t stream) {
+  const int64_t half = channels / 2;
+  if (batch == 0 || half == 0 || time == 0) return cudaSuccess;
+  coupling_rows_forward<R><<<rows_grid(batch, half, time), dim3(kTile, kTileRows), 0, stream>>>(x, rows, half, time);
+  return cudaGetLastError();
+}
+
+template <typename R>
+cudaError_t launch_coupling_rows_backward(const R* grad_rows, float* grad_x, int64_t batch, int64_t channels,
+                                          int64_t time, cudaStream_t stream) {
+  const int64_t half = channels / 2;
+  if (batch == 0 || half == 0 || time == 0) return cudaSuccess;
+  coupling_rows_backward<R><<<rows_grid(batch, half, time), dim3(kTile, kTileRows), 0, stream>>>(grad_rows, grad_x,
+                                                                                                 half, time);
+  return cudaGetLastError();
+}
+
+#define MONOFLOW_COUPLING_ROWS(R)                                                                                 \
+  template cudaError_t launch_coupling_rows_forward<R>(const float*, R*, int64_t, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t launch_coupling_rows_backward<R>(const R*, float*, int64_t, int64_t, int64_t, cudaStream_t);
+MONOFLOW_COUPLING_ROWS(float)
+MONOFLOW_COUPLING_ROWS(__half)
+MONOFLOW_COUPLING_ROWS(__nv_bfloat16)
+#undef MONOFLOW_COUPLING_ROWS
 
 cudaError_t launch_invconv4_forward(const float* x, const float* w, const float* mask, float* z, int64_t batch,
                                     int64_t channels, int64_t time, cudaStream_t stream) {

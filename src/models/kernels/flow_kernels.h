@@ -56,4 +56,14 @@ cudaError_t launch_coupling_backward(const float* z, const O* out, const float* 
                                      const float* grad_z, const float* grad_logdet, float* grad_x, O* grad_out,
                                      int64_t batch, int64_t channels, int64_t time, cudaStream_t stream);
 
+// The coupling network's input: rows [B, T, H] of R (float, __half or __nv_bfloat16; the
+// ChannelsLast memory of [B, H, 1, T]) from x's first half, x contiguous [B, C, T] float with
+// H = C / 2; and backward grad_x[:, :H] += grad_rows transposed, in place.
+template <typename R>
+cudaError_t launch_coupling_rows_forward(const float* x, R* rows, int64_t batch, int64_t channels, int64_t time,
+                                         cudaStream_t stream);
+template <typename R>
+cudaError_t launch_coupling_rows_backward(const R* grad_rows, float* grad_x, int64_t batch, int64_t channels,
+                                          int64_t time, cudaStream_t stream);
+
 }  // namespace monoflow::models::kernels

@@ -318,40 +318,41 @@ __global__ void gate_backward_summing(const T* __restrict__ in, const float* __r
 // ---- residual and skip update -------------------------------------------------------------
 // V = 4 floats; a pack never straddles two (outer, inner) positions when inner == 1 (each
 // element of a channels-last row shares one mask value) or when inner % V == 0.
-// Without skip_sum (a WN's last layer, a coupling's start) res_skip holds the res half only,
-// [outer, span], and there is no skip output; without x the update starts from zero.
+// Without skip_out (a WN's last layer, a coupling's start) res_skip holds the res half only,
+// [outer, span], and there is no skip output; without skip_sum (a WN's first layer) the skip
+// sum starts from zero, without x the update does, and without x_out only x_low is written.
 template <typename R, int V>
 __global__ void residual_skip_forward(const float* __restrict__ x, const float* __restrict__ skip_sum,
                                       const R* __restrict__ res_skip, const float* __restrict__ bias,
                                       const float* __restrict__ mask,
                                       float* __restrict__ x_out, float* __restrict__ skip_out,
                                       R* __restrict__ x_low, int64_t outer, int64_t span, int64_t inner) {
-  const int64_t stride = skip_sum ? 2 * span : span;  // res_skip's row
+  const int64_t stride = skip_out ? 2 * span : span;  // res_skip's row
   for (const auto [o, r] : Packs<V>(outer, span)) {
     const int64_t i = inner == 1 ? 0 : r % inner;
     Pack<float, V> xs{}, ss{};
     if (x) xs = load<float, V>(x + o * span + r);
     const auto res = load<R, V>(res_skip + o * stride + r);
     Pack<R, V> skip;
-    if (skip_sum) {
-      ss = load<float, V>(skip_sum + o * span + r);
+    if (skip_out) {
+      if (skip_sum) ss = load<float, V>(skip_sum + o * span + r);
       skip = load<R, V>(res_skip + o * stride + span + r);
     }
     Pack<float, V> xo, so;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const float m = mask[o * inner + (inner == 1 ? 0 : i + k)];
-      float rk = to_float(res.v[k]), sk = skip_sum ? to_float(skip.v[k]) : 0.0f;
+      float rk = to_float(res.v[k]), sk = skip_out ? to_float(skip.v[k]) : 0.0f;
       if (bias) {
         const int64_t c = inner == 1 ? r + k : (r + k) / inner;
         rk += bias[c];
-        if (skip_sum) sk += bias[span / inner + c];
+        if (skip_out) sk += bias[span / inner + c];
       }
       xo.v[k] = (xs.v[k] + rk) * m;
       so.v[k] = ss.v[k] + sk;
     }
-    store(x_out + o * span + r, xo);
-    if (skip_sum) store(skip_out + o * span + r, so);
+    if (x_out) store(x_out + o * span + r, xo);
+    if (skip_out) store(skip_out + o * span + r, so);
     if (x_low) {
       Pack<R, V> lo;
 #pragma unroll

@@ -59,10 +59,11 @@ cudaError_t launch_tanh_sigmoid_gate_backward(const T* in, const float* bias, co
 //   x_out = (x + res + bias_res) * mask,  skip_out = skip_sum + skip + bias_skip,
 // and, where x_low is not nullptr, x_low = x_out in R (the next in_layer's input under autocast).
 // mask is float, one value per (outer, inner) position: mask[o * inner + i].
-// The masked sum alone, x_out = (x + res + bias) * mask, where skip_sum is nullptr: res_skip is
-// then [outer, span] (the res half only), bias [C_half], and skip_out is not written (a WN's
-// last layer adds its output so into the skip sum; a coupling's start conv masks its rows).
-// x may be nullptr there too: zero.
+// skip_sum may be nullptr: zero (a WN's first layer, whose skip sum starts there).
+// The masked sum alone, x_out = (x + res + bias) * mask, where skip_out is nullptr: res_skip is
+// then [outer, span] (the res half only), bias [C_half], and skip_sum is not read (a WN's last
+// layer adds its output so into the skip sum; a coupling's start conv masks its rows). x may
+// be nullptr: zero; x_out may be nullptr where x_low is not: only the low copy is written.
 template <typename R>
 cudaError_t launch_residual_skip_forward(const float* x, const float* skip_sum, const R* res_skip, const float* bias,
                                          const float* mask, float* x_out, float* skip_out, R* x_low, int64_t outer,
