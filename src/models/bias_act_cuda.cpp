@@ -19,12 +19,11 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
                                const torch::Tensor& mask_in, bool relu, double p) {
     const c10::cuda::CUDAGuard guard(y.device());
     const int64_t b = y.size(0), c = y.size(1), t = y.size(2);
-    const torch::Tensor mask = mask_in.numel() > 0 ? mask_in.to(torch::kFloat).contiguous() : torch::Tensor();
+    const torch::Tensor mask = is_given(mask_in) ? mask_in.to(torch::kFloat).contiguous() : torch::Tensor();
     const auto dropout = start_dropout(p, y.device());
     auto out = torch::empty_like(y);
     check_launch(kernels::launch_bias_act_forward(y.data_ptr<float>(), bias.contiguous().data_ptr<float>(),
-                                                  mask.defined() ? mask.data_ptr<float>() : nullptr,
-                                                  out.data_ptr<float>(), b, c, t, relu, dropout,
+                                                  data_or_null<float>(mask), out.data_ptr<float>(), b, c, t, relu, dropout,
                                                   at::cuda::getCurrentCUDAStream()),
                  "bias_act forward");
     // With ReLU the backward reads which elements passed from the output (the next
@@ -46,8 +45,7 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
     auto grad_y = torch::empty_like(grad_out);
     auto row_sums = torch::empty({b, c}, grad_out.options());
     check_launch(kernels::launch_bias_act_backward(grad_out.data_ptr<float>(), relu ? out.data_ptr<float>() : nullptr,
-                                                   mask.defined() ? mask.data_ptr<float>() : nullptr,
-                                                   grad_y.data_ptr<float>(), row_sums.data_ptr<float>(), b, c, t, relu,
+                                                   data_or_null<float>(mask), grad_y.data_ptr<float>(), row_sums.data_ptr<float>(), b, c, t, relu,
                                                    dropout, at::cuda::getCurrentCUDAStream()),
                  "bias_act backward");
     return {grad_y, column_sums(row_sums, torch::kFloat), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -69,8 +67,7 @@ bool fused_bias_act_applies(const torch::Tensor& y, const torch::Tensor& bias, c
 
 torch::Tensor bias_act(const torch::Tensor& y, const torch::Tensor& bias, const torch::Tensor& mask, bool relu,
                        double p) {
-  // An autograd function takes no undefined tensor: "no mask" travels as an empty one.
-  return BiasAct::apply(y, bias, mask.defined() ? mask : torch::empty({0}, y.options()), relu, p);
+  return BiasAct::apply(y, bias, or_none(mask, y.options()), relu, p);
 }
 
 }  // namespace monoflow::models::cuda

@@ -12,7 +12,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
 
-// Empty residual and mask tensors stand for none (an autograd function takes no undefined input).
+// Empty residual and mask tensors stand for none (cuda_dispatch.h's or_none).
 class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& residual_in,
@@ -20,13 +20,13 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
                                double eps) {
     const c10::cuda::CUDAGuard guard(x_in.device());
     const torch::Tensor x = x_in.contiguous();
-    const torch::Tensor residual = residual_in.numel() > 0 ? residual_in.contiguous() : residual_in;
-    const torch::Tensor mask = mask_in.numel() > 0 ? mask_in.contiguous() : mask_in;
+    const torch::Tensor residual = is_given(residual_in) ? residual_in.contiguous() : residual_in;
+    const torch::Tensor mask = is_given(mask_in) ? mask_in.contiguous() : mask_in;
     const int64_t b = x.size(0), c = x.size(1), t = x.size(2);
     auto y = torch::empty_like(x);
     auto mean = torch::empty({b, t}, x.options()), rstd = torch::empty({b, t}, x.options());
     check_launch(kernels::launch_channel_norm_forward(
-                     x.data_ptr<float>(), data_or_null(residual), data_or_null(mask),
+                     x.data_ptr<float>(), data_or_null<float>(residual), data_or_null<float>(mask),
                      gamma.contiguous().data_ptr<float>(), beta.contiguous().data_ptr<float>(), y.data_ptr<float>(),
                      mean.data_ptr<float>(), rstd.data_ptr<float>(), b, c, t, static_cast<float>(eps),
                      at::cuda::getCurrentCUDAStream()),
@@ -46,18 +46,15 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
     const int64_t rows = kernels::channel_norm_tiles(b, t);
     auto grad_gamma_rows = torch::empty({rows, c}, x.options()), grad_beta_rows = torch::empty({rows, c}, x.options());
     check_launch(kernels::launch_channel_norm_backward(
-                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null(residual), data_or_null(mask),
+                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null<float>(residual), data_or_null<float>(mask),
                      gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
                      grad_x.data_ptr<float>(), grad_gamma_rows.data_ptr<float>(), grad_beta_rows.data_ptr<float>(), b,
                      c, t, at::cuda::getCurrentCUDAStream()),
                  "channel layer norm backward");
     // x and the residual enter as their sum: the same gradient.
-    return {grad_x, residual.numel() > 0 ? grad_x : torch::Tensor(), torch::Tensor(),
+    return {grad_x, is_given(residual) ? grad_x : torch::Tensor(), torch::Tensor(),
             column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat), torch::Tensor()};
   }
-
- private:
-  static const float* data_or_null(const torch::Tensor& t) { return t.numel() > 0 ? t.data_ptr<float>() : nullptr; }
 };
 
 bool same_float_cuda(const torch::Tensor& t, const torch::Tensor& like) {
@@ -81,9 +78,7 @@ bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gam
 
 torch::Tensor channel_layer_norm(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
                                  double eps, const torch::Tensor& residual, const torch::Tensor& mask) {
-  const auto none = torch::empty({0}, x.options());
-  return ChannelLayerNorm::apply(x, residual.defined() ? residual : none, mask.defined() ? mask : none, gamma, beta,
-                                 eps);
+  return ChannelLayerNorm::apply(x, or_none(residual, x.options()), or_none(mask, x.options()), gamma, beta, eps);
 }
 
 }  // namespace monoflow::models::cuda
