@@ -23,8 +23,8 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
     const auto dropout = start_dropout(p, y.device());
     auto out = torch::empty_like(y);
     check_launch(kernels::launch_bias_act_forward(y.data_ptr<float>(), bias.contiguous().data_ptr<float>(),
-                                                  data_or_null<float>(mask), out.data_ptr<float>(), b, c, t, relu, dropout,
-                                                  at::cuda::getCurrentCUDAStream()),
+                                                  data_or_null<float>(mask), out.data_ptr<float>(), b, c, t, relu,
+                                                  dropout, at::cuda::getCurrentCUDAStream()),
                  "bias_act forward");
     // With ReLU the backward reads which elements passed from the output (the next
     // convolution keeps it for its weight's gradient anyway); without, from dropout's state.
@@ -45,8 +45,9 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
     auto grad_y = torch::empty_like(grad_out);
     auto row_sums = torch::empty({b, c}, grad_out.options());
     check_launch(kernels::launch_bias_act_backward(grad_out.data_ptr<float>(), relu ? out.data_ptr<float>() : nullptr,
-                                                   data_or_null<float>(mask), grad_y.data_ptr<float>(), row_sums.data_ptr<float>(), b, c, t, relu,
-                                                   dropout, at::cuda::getCurrentCUDAStream()),
+                                                   data_or_null<float>(mask), grad_y.data_ptr<float>(),
+                                                   row_sums.data_ptr<float>(), b, c, t, relu, dropout,
+                                                   at::cuda::getCurrentCUDAStream()),
                  "bias_act backward");
     return {grad_y, column_sums(row_sums, torch::kFloat), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }

@@ -46,7 +46,8 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
     const int64_t rows = kernels::channel_norm_tiles(b, t);
     auto grad_gamma_rows = torch::empty({rows, c}, x.options()), grad_beta_rows = torch::empty({rows, c}, x.options());
     check_launch(kernels::launch_channel_norm_backward(
-                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null<float>(residual), data_or_null<float>(mask),
+                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null<float>(residual),
+                     data_or_null<float>(mask),
                      gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
                      grad_x.data_ptr<float>(), grad_gamma_rows.data_ptr<float>(), grad_beta_rows.data_ptr<float>(), b,
                      c, t, at::cuda::getCurrentCUDAStream()),

@@ -37,9 +37,9 @@ inline torch::Tensor or_none(const torch::Tensor& t, const torch::TensorOptions&
   return t.defined() ? t : torch::empty({0}, options);
 }
 inline bool is_given(const torch::Tensor& t) { return t.defined() && t.numel() > 0; }
-// The kernels' side of it: a pointer, or nullptr for none.
+// The kernels' side of it: a pointer, or nullptr for none (T float or uint8_t: the dtype is checked).
 template <typename T>
-T* data_or_null(const torch::Tensor& t) { return is_given(t) ? data_as<T>(t) : nullptr; }
+T* data_or_null(const torch::Tensor& t) { return is_given(t) ? t.data_ptr<T>() : nullptr; }
 
 // Column sums of [N, C] rows (a bias's gradient) in float, by kernels/column_sums.cu: two
 // deterministic passes, where cuBLAS's matrix-vector product with ones took a fill, a split-K

@@ -154,9 +154,11 @@ class CouplingInput : public torch::autograd::Function<CouplingInput> {
     const c10::cuda::CUDAGuard guard(x.device());
     const int64_t b = x.size(0), channels = x.size(1), t = x.size(2), half = channels / 2;
     ctx->saved_data["half"] = half;
+    ctx->set_materialize_grads(false);  // an unused output's gradient stays undefined: no zero fill
     // The layout change and the cast to the convolutions' dtype in one kernel.
     const auto dtype = static_cast<torch::ScalarType>(rows_dtype);
-    auto rows = torch::empty({b, half, 1, t}, x.options().dtype(dtype).memory_format(torch::MemoryFormat::ChannelsLast));
+    auto rows =
+        torch::empty({b, half, 1, t}, x.options().dtype(dtype).memory_format(torch::MemoryFormat::ChannelsLast));
     dispatch_kernel_dtype(dtype, "coupling input", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
       check_launch(kernels::launch_coupling_rows_forward<R>(x.data_ptr<float>(), data_as<R>(rows), b, channels, t,
@@ -203,8 +205,10 @@ bool fused_coupling_input_applies(const torch::Tensor& x, const torch::Tensor& x
 }
 
 std::pair<torch::Tensor, torch::Tensor> coupling_input(const torch::Tensor& x, torch::ScalarType rows_dtype) {
-  TORCH_CHECK(x.is_cuda() && x.dim() == 3 && x.size(1) % 2 == 0 && x.scalar_type() == torch::kFloat && x.is_contiguous(),
-              "coupling_input: expected a float32 contiguous CUDA [B, C, T] with C even, got ", x.sizes());
+  TORCH_CHECK(x.is_cuda() && x.dim() == 3 && x.size(1) % 2 == 0 && x.scalar_type() == torch::kFloat &&
+                  x.is_contiguous(),
+              "coupling_input: expected a float32 contiguous CUDA [B, C, T] with C even, got ", x.sizes(), " ",
+              x.scalar_type(), x.is_contiguous() ? " contiguous" : " not contiguous", " on ", x.device());
   TORCH_CHECK(kernel_dtype(rows_dtype), "coupling_input: rows in float, half or bfloat16, not ", rows_dtype);
   auto r = CouplingInput::apply(x, static_cast<int64_t>(rows_dtype));
   return {r[0], r[1]};

@@ -372,7 +372,7 @@ torch::Tensor WNImpl::forward(torch::Tensor x, const torch::Tensor& x_mask_in, c
       in_layer_input = low_copies ? out.x_low : x;
     }
   }
-  return output * x_mask;
+  return output.defined() ? output * x_mask : torch::zeros_like(x);  // no layers: nothing to sum
 }
 
 // ---------------------------------------------------------------------------------------------

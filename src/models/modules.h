@@ -95,7 +95,8 @@ class WNImpl : public torch::nn::Module {
          int64_t gin_channels = 0, double p_dropout = 0.0);
   // x_low: x in the convolutions' dtype under autocast, where the caller has it (the coupling's
   // start writes it with its masked sum), for the first in_layer; undefined: cast from x. On a
-  // GPU under autocast the output comes in that dtype too (its one reader is a product).
+  // GPU under autocast and without g (the fused kernels' path) the output comes in that dtype
+  // too (its one reader is the coupling's end product).
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask, const torch::Tensor& g = {},
                         const torch::Tensor& x_low = {});
   // A 1x1 convolution [P, hidden, 1] (+ bias [P]) of forward's output: the coupling's end. In

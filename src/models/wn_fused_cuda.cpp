@@ -157,11 +157,12 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     if (!write_low) ctx->mark_non_differentiable({x_low});
     dispatch_kernel_dtype(res_skip.scalar_type(), "WN fused kernels", [&](auto* tag) {
       using R = std::remove_pointer_t<decltype(tag)>;
-      check_launch(kernels::launch_residual_skip_forward<R>(data_as<float>(x), data_or_null<float>(skip_sum), data_as<R>(res_skip),
-                                                     data_or_null<float>(b), data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
-                                                     write_low ? data_as<R>(x_low) : nullptr, g.outer, h * g.inner, g.inner,
-                                                     at::cuda::getCurrentCUDAStream()),
-            "residual_skip forward");
+      check_launch(kernels::launch_residual_skip_forward<R>(
+                       data_as<float>(x), data_or_null<float>(skip_sum), data_as<R>(res_skip), data_or_null<float>(b),
+                       data_as<float>(mask), data_as<float>(x_out), data_as<float>(skip_out),
+                       write_low ? data_as<R>(x_low) : nullptr, g.outer, h * g.inner, g.inner,
+                       at::cuda::getCurrentCUDAStream()),
+                   "residual_skip forward");
     });
     ctx->save_for_backward({mask});
     ctx->set_materialize_grads(false);

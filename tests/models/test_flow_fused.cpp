@@ -352,7 +352,8 @@ TEST(FlowFusedCuda, CouplingAffineMatchesTheReferenceForwardAndBackward) {
 TEST(FlowFusedCuda, CouplingInputGivesTheGradientOfSplitAndTransform) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   torch::manual_seed(12);
-  const int64_t b = 3, c = 10, t = 37, half = c / 2;
+  // 40 channels a half: a full and a partial 32-channel tile, as the decoder's 80 has.
+  const int64_t b = 3, c = 80, t = 37, half = c / 2;
   auto mask = mask_of({t, 20, 31}, t).to(torch::kCUDA);
   auto x = torch::randn({b, c, t}, torch::kCUDA);
   auto out = (torch::randn({b, t, c}, torch::kCUDA) * 0.5).transpose(1, 2);

@@ -377,20 +377,20 @@ TEST_F(WnFusedCuda, MaskedSumMatchesTheReferenceForwardAndBackward) {
           EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
         }
         // The low copy alone (a WN's output under autocast, which only the end product reads):
-        // the float sum is neither returned nor written, the copy is the same bits.
+        // the float sum is neither returned nor written, and the copy and every gradient are the
+        // bits of the float sum followed by autograd's cast (what the WN returned before).
         fused_in = leaf_copies(inputs);
-        ref_in = leaf_copies(inputs);
-        masked_sum_reference(x_of(ref_in), ref_in[0], bias_of(ref_in), mask).to(c.dtype).backward(g_low);
+        auto cast_in = leaf_copies(inputs);
+        masked_sum(x_of(cast_in), cast_in[0], bias_of(cast_in), mask).out.to(c.dtype).backward(g_low);
         const auto only = masked_sum(x_of(fused_in), fused_in[0], bias_of(fused_in), mask, /*with_low=*/true,
                                      /*low_only=*/true);
         EXPECT_FALSE(only.out.defined());
+        EXPECT_EQ(only.out_low.scalar_type(), c.dtype);
         EXPECT_EQ(max_abs_diff(only.out_low, out_low), 0.0);
         only.out_low.backward(g_low);
-        EXPECT_LE(max_abs_diff(fused_in[0].grad(), ref_in[0].grad()), tolerance(c.dtype) * 4);
-        if (with_x) EXPECT_LE(max_abs_diff(fused_in[2].grad(), ref_in[2].grad()), 1e-5);
-        if (with_bias) {
-          EXPECT_LE(max_abs_diff(fused_in[1].grad(), ref_in[1].grad()), bias_tol * scale_of(ref_in[1].grad()));
-        }
+        EXPECT_EQ(max_abs_diff(fused_in[0].grad(), cast_in[0].grad()), 0.0);
+        if (with_x) EXPECT_EQ(max_abs_diff(fused_in[2].grad(), cast_in[2].grad()), 0.0);
+        if (with_bias) EXPECT_EQ(max_abs_diff(fused_in[1].grad(), cast_in[1].grad()), 0.0);
       }
     }
   }
