@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
   app.add_option("--precisions", precisions_arg, "comma-separated: tf32, fp32, bf16")
       ->default_str("tf32,bf16 on a GPU, fp32 on the CPU");
   app.add_option("--device", device_arg, "auto, cpu, cuda or cuda:N");
-  app.add_option("--modes", modes_arg, "comma-separated: eager, graph, graph-fixed (graph without measured bucket lengths)")
+  app.add_option("--modes", modes_arg, "comma-separated: eager, eager-padded (eager on the graphs' padded shapes, for profiles), graph, "
+                 "graph-fixed (graph without measured bucket lengths)")
       ->default_str("eager,graph on a GPU, eager on the CPU");
   app.add_option("--csv", csv_path, "also write the CSV here");
   app.add_option("--profile", profile_prefix,
@@ -110,7 +111,8 @@ int main(int argc, char** argv) {
     for (const auto backend : backends) {
       for (const auto& precision : precisions) {
         for (const auto& mode : modes) {
-          if (mode != "eager" && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
+          const bool eager = mode == "eager" || mode == "eager-padded";
+          if (!eager && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
           o.profile_path = profile_prefix.empty() ? std::string()
                                                   : profile_prefix + "_" + align::backend_name(backend) + "_" +
                                                         precision + "_" + mode +

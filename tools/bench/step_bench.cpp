@@ -52,6 +52,23 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
   return out;
 }
 
+namespace {
+
+// b with its text padded to GraphBuckets' token multiple and its mel to its frame multiple (a
+// multiple of n_sqz), zeros past the lengths: the shapes the graphed step records, without
+// its measured bucket lengths.
+data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz) {
+  const GraphBuckets buckets;
+  const auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
+  const int64_t t = b.text.size(1), frames = b.mel.size(2);
+  data::Batch out = b;
+  out.text = torch::constant_pad_nd(b.text, {0, round_up(t, buckets.text_multiple) - t});
+  out.mel = torch::constant_pad_nd(b.mel, {0, round_up(frames, round_up(buckets.mel_multiple, n_sqz)) - frames});
+  return out;
+}
+
+}  // namespace
+
 StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& host_batches) {
   const BenchSetup& s = o.setup;
@@ -59,15 +76,19 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
     throw UserError("--precision: unknown '" + precision + "'; use tf32, fp32 or bf16");
   }
   // (GraphedTrainStep refuses a CPU device or the cpu MAS backend itself.)
-  if (mode != "eager" && mode != "graph" && mode != "graph-fixed") {
-    throw UserError("--modes: unknown '" + mode + "'; use eager, graph or graph-fixed");
+  if (mode != "eager" && mode != "eager-padded" && mode != "graph" && mode != "graph-fixed") {
+    throw UserError("--modes: unknown '" + mode + "'; use eager, eager-padded, graph or graph-fixed");
   }
+  const bool eager = mode == "eager" || mode == "eager-padded";
   if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !s.device.is_cuda())) {
     throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
   }
   set_allow_tf32(precision != "fp32");
   std::vector<data::Batch> batches;
-  for (const auto& b : host_batches) batches.push_back(to_device(b, s.device));
+  for (const auto& b : host_batches) {
+    batches.push_back(
+        to_device(mode == "eager-padded" ? padded_as_graphed(b, s.config.model.n_sqz()) : b, s.device));
+  }
 
   models::GlowTTS model = bench_model(s);
   model->train();
@@ -94,13 +115,13 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   if (ranks > 1) {  // as the trainer: one set of weights, gradients averaged
     so.distributed = o.distributed;
     o.distributed->broadcast_module(*model);
-    if (mode == "eager") {
+    if (eager) {
       reducer = std::make_unique<GradientReducer>(*o.distributed, model->parameters());
       so.reducer = reducer.get();
     }
   }
   std::unique_ptr<GraphedTrainStep> graphed;
-  if (mode != "eager") {
+  if (!eager) {
     GraphBuckets buckets;
     buckets.measured_lengths = mode == "graph";
     buckets.cudnn_search = CudnnSearch::kAlways;  // the steady state: every shape searched at once

@@ -11,7 +11,10 @@
 // Two ways to run the step: "eager" (train_step, op by op from the host) and "graph"
 // (GraphedTrainStep: the whole step replayed as a CUDA graph; the first step of each batch
 // shape records it, inside the warm-up). "graph-fixed" is "graph" with the buckets' lengths
-// only rounded, not measured past cuDNN's slow lengths (bucket_lengths.h), for A/B runs. With `profile_path` set, a few more steps after the
+// only rounded, not measured past cuDNN's slow lengths (bucket_lengths.h), for A/B runs.
+// "eager-padded" is "eager" on batches padded as the graphed step pads them (text to 16 tokens,
+// mel to 64 frames), so that its profile names the ops behind the kernels a graph replays (a
+// graph's trace has no ops, and the text side's kernels differ at unpadded lengths). With `profile_path` set, a few more steps after the
 // timed ones run under LibTorch's Kineto profiler and its Chrome trace is written there, each
 // step inside a "monoflow_step" range (scripts/profile_summary.py reads it).
 //
@@ -47,7 +50,7 @@ struct StepBenchOptions {
 
 struct StepBenchRow {
   std::string backend, precision;  // precision: tf32 (float32, TF32 allowed) | fp32 | bf16
-  std::string mode;                // eager | graph | graph-fixed
+  std::string mode;                // eager | eager-padded | graph | graph-fixed
   int batch_size = 0;
   double step_ms = 0;              // median
   double step_ms_min = 0, step_ms_max = 0, step_ms_p90 = 0;
@@ -65,7 +68,7 @@ struct StepBenchRow {
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);
 
-// mode: "eager" or "graph" (CUDA only).
+// mode: "eager", "eager-padded", or "graph" / "graph-fixed" (CUDA only).
 StepBenchRow bench_train_step(const StepBenchOptions& options, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& batches);
 
