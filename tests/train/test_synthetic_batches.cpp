@@ -56,5 +56,24 @@ TEST(SyntheticBatches, PinnedValuesOfTheSecondRank) {
   EXPECT_EQ(batches[1].mel[0][0][0].item<float>(), -1.18260598f);
 }
 
+// "eager-padded": the graphed step's shapes (16 tokens; 64 frames, or their least common
+// multiple with n_sqz), the values kept, zeros after them, the lengths unchanged.
+TEST(SyntheticBatches, PaddedAsTheGraphedStepPadsThem) {
+  const auto b = synthetic_batches(1, 32, 148, 80, 1234)[0];  // text [32, 177], mel [32, 80, 1000]
+  const auto p = padded_as_graphed(b, 2);
+  EXPECT_EQ(p.text.sizes(), (torch::IntArrayRef{32, 192}));
+  EXPECT_EQ(p.mel.sizes(), (torch::IntArrayRef{32, 80, 1024}));
+  EXPECT_TRUE(torch::equal(p.text.slice(1, 0, 177), b.text));
+  EXPECT_TRUE(torch::equal(p.mel.slice(2, 0, 1000), b.mel));
+  EXPECT_EQ(p.text.slice(1, 177).abs().sum().item<int64_t>(), 0);
+  EXPECT_EQ(p.mel.slice(2, 1000).abs().sum().item<float>(), 0.0f);
+  EXPECT_TRUE(torch::equal(p.text_lengths, b.text_lengths));
+  EXPECT_TRUE(torch::equal(p.mel_lengths, b.mel_lengths));
+  EXPECT_EQ(padded_as_graphed(b, 3).mel.size(2), 1152);  // multiples of lcm(64, 3) = 192
+  const auto again = padded_as_graphed(p, 2);             // padded shapes stay
+  EXPECT_EQ(again.text.sizes(), p.text.sizes());
+  EXPECT_EQ(again.mel.sizes(), p.mel.sizes());
+}
+
 }  // namespace
 }  // namespace monoflow::train

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <random>
 
 #include "common/error.h"
@@ -52,22 +53,15 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
   return out;
 }
 
-namespace {
-
-// b with its text padded to GraphBuckets' token multiple and its mel to its frame multiple (a
-// multiple of n_sqz), zeros past the lengths: the shapes the graphed step records, without
-// its measured bucket lengths.
 data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz) {
   const GraphBuckets buckets;
   const auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   const int64_t t = b.text.size(1), frames = b.mel.size(2);
   data::Batch out = b;
   out.text = torch::constant_pad_nd(b.text, {0, round_up(t, buckets.text_multiple) - t});
-  out.mel = torch::constant_pad_nd(b.mel, {0, round_up(frames, round_up(buckets.mel_multiple, n_sqz)) - frames});
+  out.mel = torch::constant_pad_nd(b.mel, {0, round_up(frames, std::lcm(buckets.mel_multiple, n_sqz)) - frames});
   return out;
 }
-
-}  // namespace
 
 StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& host_batches) {

@@ -68,6 +68,11 @@ struct StepBenchRow {
 
 std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab, int n_mels, uint64_t seed);
 
+// b with its text padded to GraphBuckets' token multiple and its mel to its frame multiple
+// (its least common multiple with n_sqz, as GraphedTrainStep takes it), zeros past the lengths, the lengths as they were: the
+// shapes the graphed step records, without its measured bucket lengths ("eager-padded").
+data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz);
+
 // mode: "eager", "eager-padded", or "graph" / "graph-fixed" (CUDA only).
 StepBenchRow bench_train_step(const StepBenchOptions& options, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& batches);
