@@ -20,6 +20,12 @@ autograd node differentiates (their common "Sequence number"; a node of monoflow
 autograd functions, which has no forward op of its number, that of the forward op made just
 before it), and each part is split into
 kernel classes (matrix/convolution, element-wise, reduction, copy, monoflow's own kernels).
+
+A CUDA graph's replay launches its kernels with no ops around them. `--names-from EAGER` gives
+each kernel of the trace that has none the part and op that kernels of the same name, grid and
+block have most often in an eager trace of the same step (`bench_train_step --modes
+eager-padded`, which runs the graphs' padded shapes), or failing that those of every kernel of
+its name where they are all one; kernels with no such twin stay unnamed.
 """
 import argparse
 import bisect
@@ -141,15 +147,41 @@ def model_parts(events):
     return parts
 
 
+def kernel_key(e):
+    args = e.get("args", {})
+    return (e["name"], str(args.get("grid")), str(args.get("block")))
+
+
+def kernel_twins(path):
+    """(name, grid, block) -> (part, op) that kernels so keyed have most often in the eager trace
+    at `path` (None where they have none); and a kernel name alone -> the same, for names that
+    run in one part and under one op only there (whatever their grid)."""
+    events = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+    ops, parts = launching_ops(events), model_parts(events)
+    seen, by_name = collections.defaultdict(collections.Counter), collections.defaultdict(collections.Counter)
+    for e in events:
+        if e.get("cat") == "kernel":
+            correlation = e.get("args", {}).get("correlation")
+            named = (parts.get(correlation), ops.get(correlation))
+            seen[kernel_key(e)][named] += 1
+            by_name[e["name"]][named] += 1
+    twins = {key: counts.most_common(1)[0][0] for key, counts in seen.items()}
+    twins.update({name: next(iter(counts)) for name, counts in by_name.items() if len(counts) == 1})
+    return twins
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--range", default="monoflow_step",
                     help="the user range around each profiled call (bench_inference: monoflow_call)")
+    ap.add_argument("--names-from", metavar="EAGER",
+                    help="an eager trace of the same step: its parts and ops name this trace's unnamed kernels")
     args = ap.parse_args()
     events = json.load(open(args.trace))["traceEvents"]
     events = [e for e in events if e.get("ph") == "X" and "dur" in e]
+    twins = kernel_twins(args.names_from) if args.names_from else {}
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                    if e.get("name") == args.range and e.get("cat") == "user_annotation")
     if not steps:
@@ -169,12 +201,16 @@ def main():
         for e in gpu:
             if e.get("cat") == "kernel":
                 kernel_time[short_kernel_name(e["name"])] += e["dur"] / 1000.0
-                part = part_names.get(e.get("args", {}).get("correlation"))
+                correlation = e.get("args", {}).get("correlation")
+                part = part_names.get(correlation)
+                op = op_names.get(correlation)
+                twin = twins.get(kernel_key(e)) or twins.get(e["name"])
+                if op is None and twin:  # launched by a graph: no op of its own
+                    part, op = twin[0] or part, twin[1]
                 if part:
                     part_time[part] += e["dur"] / 1000.0
                     part_class_time[(part, kernel_class(e["name"]))] += e["dur"] / 1000.0
                     part_calls[part] += 1
-                op = op_names.get(e.get("args", {}).get("correlation"))
                 if op:
                     op_time[op] += e["dur"] / 1000.0
                     pair = "%s | %s" % (op, short_kernel_name(e["name"]))

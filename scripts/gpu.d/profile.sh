@@ -4,7 +4,8 @@
 # summarised by scripts/profile_summary.py: wall time, GPU busy time and share, kernels,
 # launches and synchronisations per step, and the kernels that take the GPU's time.
 # Traces (gzipped) and summaries go to $OUT/profile_*. PROFILE_SHAPES=1 records every op's input
-# sizes as well (more host time in eager steps; for finding which tensor a copy is).
+# sizes as well (more host time in eager steps; for finding which tensor a copy is). With
+# PROFILE_MODES=eager-padded,graph the graph's summary names its kernels by their eager twins.
 set -uo pipefail
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "profile.sh: $BIN not built, skipped"; exit 0; }
@@ -17,8 +18,11 @@ rc=$?
 for trace in "$OUT"/profile_*.json; do
   [ -s "$trace" ] || continue
   name=$(basename "$trace" .json)
-  python3 scripts/profile_summary.py "$trace" --top "${PROFILE_TOP:-12}" > "$OUT/$name.txt" 2>&1
+  # A graph's kernels take the parts and ops of their twins in the padded eager trace, if any.
+  twin=${trace%_graph.json}_eager-padded.json
+  names=(); [ "$twin" != "$trace" ] && [ -s "$twin" ] && names=(--names-from "$twin")
+  python3 scripts/profile_summary.py "$trace" --top "${PROFILE_TOP:-12}" "${names[@]}" > "$OUT/$name.txt" 2>&1
   echo "-- $name"; grep -E "^median|GPU kernel time" "$OUT/$name.txt"
-  gzip -f "$trace"
 done
+for trace in "$OUT"/profile_*.json; do [ -s "$trace" ] && gzip -f "$trace"; done
 exit $rc

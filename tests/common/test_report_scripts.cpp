@@ -100,6 +100,37 @@ TEST(ProfileSummary, BackwardKernelsOfOwnAutogradFunctionsTakeTheirForwardScope)
   std::remove(trace.c_str());
 }
 
+// A graphed step's trace: its kernels come from one cudaGraphLaunch, with no op or scope around
+// them. --names-from an eager trace of the step names each by its twin there (same kernel name,
+// grid and block); a kernel with no twin stays "(no scope)".
+TEST(ProfileSummary, GraphKernelsTakeTheirEagerTwinsParts) {
+  const std::string script = python_script("scripts/profile_summary.py");
+  const std::string eager = testing::TempDir() + "profile_summary_eager.json";
+  const std::string graph = testing::TempDir() + "profile_summary_graph.json";
+  std::ofstream(eager) << "{\"traceEvents\": [\n"
+                       << event("user_annotation", "monoflow_step", 0, 100000) << ",\n"
+                       << event("user_annotation", "monoflow::flow::CouplingBlock", 10, 40) << ",\n"
+                       << event("cpu_op", "aten::conv1d", 12, 5, "\"Sequence number\": 100") << ",\n"
+                       << launch(13, 1) << ",\n"
+                       << kernel("conv_fwd", 1000, 1000, 1) << "\n]}\n";
+  std::ofstream(graph) << "{\"traceEvents\": [\n"
+                       << event("user_annotation", "monoflow_step", 0, 100000) << ",\n"
+                       << event("cuda_runtime", "cudaGraphLaunch", 10, 5, "\"correlation\": 7") << ",\n"
+                       << kernel("conv_fwd", 1000, 2000, 7) << ",\n"
+                       << kernel("graph_only", 4000, 3000, 7) << "\n]}\n";
+  int status = 0;
+  const std::string plain = run(script + graph + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << plain;
+  EXPECT_EQ(part_line(plain, "fwd monoflow::flow::CouplingBlock"), "") << plain;
+  const std::string named = run(script + graph + " --names-from " + eager + " 2>&1", &status);
+  ASSERT_EQ(status, 0) << named;
+  EXPECT_NE(part_line(named, "fwd monoflow::flow::CouplingBlock").find("2.00 ms"), std::string::npos) << named;
+  EXPECT_NE(part_line(named, "(no scope)").find("3.00 ms"), std::string::npos) << named;
+  EXPECT_NE(named.find("aten::conv1d"), std::string::npos) << named;
+  std::remove(eager.c_str());
+  std::remove(graph.c_str());
+}
+
 // An inference trace (bench_inference --profile) wraps each call in a "monoflow_call" range: the
 // summary reads it with --range and, without, says which range it did not find.
 TEST(ProfileSummary, ReadsTheRangeItIsToldOf) {
