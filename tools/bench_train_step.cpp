@@ -111,8 +111,7 @@ int main(int argc, char** argv) {
     for (const auto backend : backends) {
       for (const auto& precision : precisions) {
         for (const auto& mode : modes) {
-          const bool eager = mode == "eager" || mode == "eager-padded";
-          if (!eager && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
+          if (!train::is_eager_mode(mode) && backend == align::Backend::kCpu) continue;  // the cpu backend syncs
           o.profile_path = profile_prefix.empty() ? std::string()
                                                   : profile_prefix + "_" + align::backend_name(backend) + "_" +
                                                         precision + "_" + mode +

@@ -13,6 +13,16 @@
 // Used by GraphedTrainStep (train/graphed_step.h) and GraphedInference (infer/graphed_inference.h).
 #pragma once
 
+#include <cstdint>
+
+namespace monoflow::train {
+
+// `n` rounded up to a multiple of `multiple`: the padded length of a graph's shape bucket (also
+// without CUDA: bench_train_step's eager-padded mode pads so).
+inline int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+}  // namespace monoflow::train
+
 #ifdef MONOFLOW_HAS_CUDA
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAStream.h>
@@ -53,9 +63,6 @@ struct CapturePool {
 // On the pool's stream, on that stream's device.
 std::unique_ptr<at::cuda::CUDAGraph> record_graph(const CapturePool& pool, const std::function<void()>& warm_up,
                                                   const std::function<void()>& body, bool search = true);
-
-// `n` rounded up to a multiple of `multiple`: the padded length of a graph's shape bucket.
-inline int64_t round_up(int64_t n, int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 // Past max_graphs, erases the least recently used entry (by `last_used`) of a map of graph
 // entries, other than `kept`. Called after a capture: the graphs alive keep the shared pool

@@ -18,14 +18,14 @@ models::GlowTTS bench_model(const BenchSetup& setup) {
 }
 
 void profile_calls(const std::string& path, int calls, const torch::Device& device, const char* scope,
-                   const std::function<void()>& run, std::optional<bool> input_shapes) {
+                   const std::function<void()>& run, bool shapes_on_gpu) {
   namespace prof = torch::autograd::profiler;
   using torch::profiler::impl::ActivityType;
   std::set<ActivityType> activities{ActivityType::CPU};
   if (device.is_cuda()) activities.insert(ActivityType::CUDA);
   // The input shapes tell one call of an op from another (profile_cpu_ops.py --shapes).
   const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
-                                                     /*report_input_shapes=*/input_shapes.value_or(!device.is_cuda()));
+                                                     /*report_input_shapes=*/shapes_on_gpu || !device.is_cuda());
   prof::prepareProfiler(config, activities);
   prof::enableProfiler(config, activities);
   for (int i = 0; i < calls; ++i) {

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "common/synthetic_batch.h"
@@ -34,9 +33,9 @@ models::GlowTTS bench_model(const BenchSetup& setup);
 // Runs `run` `calls` times under the Kineto profiler (CPU ops, and CUDA activity on a GPU), each
 // call inside the user scope `scope` (scripts/profile_summary.py reads "monoflow_step",
 // scripts/profile_cpu_ops.py "monoflow_call") and synchronised, and writes the Chrome trace to
-// `path`. With `input_shapes` every op records its inputs' sizes (the default on the CPU only:
-// on a GPU they add host time and lower an eager step's GPU busy share).
+// `path`. Every op records its inputs' sizes on the CPU, and on a GPU with `shapes_on_gpu` (off
+// by default: there they add host time and lower an eager step's GPU busy share).
 void profile_calls(const std::string& path, int calls, const torch::Device& device, const char* scope,
-                   const std::function<void()>& run, std::optional<bool> input_shapes = std::nullopt);
+                   const std::function<void()>& run, bool shapes_on_gpu = false);
 
 }  // namespace monoflow::train

@@ -15,6 +15,7 @@
 #include "align/mas_compare.h"
 #include "train/distributed/gradient_reducer.h"
 #include "train/fused_adam.h"
+#include "train/graph_capture.h"  // round_up
 #include "train/graphed_step.h"
 #include "train/lr_schedule.h"
 #include "common/stats.h"
@@ -55,7 +56,6 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
 
 data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz) {
   const GraphBuckets buckets;
-  const auto round_up = [](int64_t n, int64_t m) { return (n + m - 1) / m * m; };
   const int64_t t = b.text.size(1), frames = b.mel.size(2);
   data::Batch out = b;
   out.text = torch::constant_pad_nd(b.text, {0, round_up(t, buckets.text_multiple) - t});
@@ -73,7 +73,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
   if (mode != "eager" && mode != "eager-padded" && mode != "graph" && mode != "graph-fixed") {
     throw UserError("--modes: unknown '" + mode + "'; use eager, eager-padded, graph or graph-fixed");
   }
-  const bool eager = mode == "eager" || mode == "eager-padded";
+  const bool eager = is_eager_mode(mode);
   if (!align::backend_available(backend) || (backend != align::Backend::kCpu && !s.device.is_cuda())) {
     throw UserError("--backends: " + align::backend_name(backend) + " is not available here");
   }
@@ -163,8 +163,7 @@ StepBenchRow bench_train_step(const StepBenchOptions& o, align::Backend backend,
         align::timed_durations(logp, text_lengths, r.out.y_lengths, backend, so.mas.neg_inf, /*keep_input=*/false).second);
   }
   if (!o.profile_path.empty()) profile_calls(
-        o.profile_path, o.profiled_steps, s.device, "monoflow_step", [&] { run_step(); },
-        o.profile_shapes || !s.device.is_cuda());
+        o.profile_path, o.profiled_steps, s.device, "monoflow_step", [&] { run_step(); }, o.profile_shapes);
   row.backend = align::backend_name(backend);
   row.precision = precision;
   row.mode = mode;

@@ -73,6 +73,9 @@ std::vector<data::Batch> synthetic_batches(int count, int batch_size, int vocab,
 // shapes the graphed step records, without its measured bucket lengths ("eager-padded").
 data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz);
 
+// Whether `mode` steps eagerly ("eager", "eager-padded"; the others replay CUDA graphs).
+inline bool is_eager_mode(const std::string& mode) { return mode == "eager" || mode == "eager-padded"; }
+
 // mode: "eager", "eager-padded", or "graph" / "graph-fixed" (CUDA only).
 StepBenchRow bench_train_step(const StepBenchOptions& options, align::Backend backend, const std::string& precision,
                               const std::string& mode, const std::vector<data::Batch>& batches);
