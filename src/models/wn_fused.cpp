@@ -169,15 +169,11 @@ MaskedSumOutput masked_sum(const torch::Tensor& x, const torch::Tensor& res, con
     return cuda::masked_sum(x, res, bias, x_mask, with_low, low_only);
   }
 #endif
-  torch::Tensor out;
-  if (!bias.defined() && cpu::masked_sum_cpu_applies(x, res, x_mask)) {
-    out = cpu::masked_sum_cpu(x, res, x_mask);
-    if (!with_low) return {out, torch::Tensor()};
-    return {low_only ? torch::Tensor() : out, out};
-  }
-  out = masked_sum_reference(x, res, bias, x_mask);
+  const auto out = !bias.defined() && cpu::masked_sum_cpu_applies(x, res, x_mask)
+                       ? cpu::masked_sum_cpu(x, res, x_mask)
+                       : masked_sum_reference(x, res, bias, x_mask);
   if (!with_low) return {out, torch::Tensor()};
-  return {low_only ? torch::Tensor() : out, out.to(res.scalar_type())};
+  return {low_only ? torch::Tensor() : out, out.to(res.scalar_type())};  // float res: out itself
 }
 
 }  // namespace monoflow::models

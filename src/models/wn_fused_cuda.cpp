@@ -147,7 +147,6 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     const int64_t h = x.size(1);
     const torch::Tensor mask = x_mask.to(torch::kFloat).contiguous();
     const torch::Tensor b = float_bias(bias);
-    const bool has_skip_sum = is_given(skip_sum);  // none: the skip sum starts here (zero)
     auto x_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     auto skip_out = empty_in_layout(x.size(0), h, x.size(2), x.options(), g.channels_last);
     // x_out in res_skip's dtype, when that is a low precision; otherwise an empty placeholder.
@@ -167,7 +166,6 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     ctx->save_for_backward({mask});
     ctx->set_materialize_grads(false);
     ctx->saved_data["channels"] = h;
-    ctx->saved_data["has_skip_sum"] = has_skip_sum;
     ctx->saved_data["res_skip_dtype"] = static_cast<int64_t>(res_skip.scalar_type());
     ctx->saved_data["channels_last"] = g.channels_last;
     ctx->saved_data["bias_dtype"] =
@@ -218,9 +216,9 @@ class ResidualSkip : public torch::autograd::Function<ResidualSkip> {
     if (bias_dtype != c10::ScalarType::Undefined) {
       grad_bias = bias_grad_of(sums, grad_res_skip, channels_last, bias_dtype);
     }
-    const bool has_skip_sum = ctx->saved_data["has_skip_sum"].toBool();
-    return {grad_x, has_skip_sum ? grad_skip_out : torch::Tensor(), grad_res_skip, grad_bias, torch::Tensor(),
-            torch::Tensor()};
+    // No skip sum given (an empty tensor: the sum starts here) wants no gradient.
+    return {grad_x, ctx->needs_input_grad(1) ? grad_skip_out : torch::Tensor(), grad_res_skip, grad_bias,
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
