@@ -4,7 +4,6 @@
 #include <chrono>
 #include <deque>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <tuple>
 
@@ -129,7 +128,7 @@ struct GraphedTrainStep::Impl {
     if (buckets.text_multiple < 1 || buckets.mel_multiple < 1 || buckets.max_graphs < 1) {
       throw UserError("graph buckets: text and mel multiples and max_graphs must be >= 1");
     }
-    buckets.mel_multiple = std::lcm(buckets.mel_multiple, model->options().n_sqz());
+    buckets.mel_multiple = buckets.mel_multiple_for(model->options().n_sqz());
     if (buckets.measured_lengths) lengths.emplace(decoder_conv_shape(model->options(), options.bf16), device);
     const c10::cuda::CUDAGuard guard(device);
     torch::NoGradGuard no_grad;

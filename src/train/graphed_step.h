@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <numeric>
 
 #include "data/batch.h"
 #include "models/glow_tts.h"
@@ -63,6 +64,9 @@ struct GraphBuckets {
   // When a shape gets cuDNN's algorithm search, and its length measured (cudnn_search.h).
   // Several ranks search every shape at once: they must agree on its padded length.
   CudnnSearch cudnn_search = CudnnSearch::kAuto;
+
+  // The frames' multiple a model with `n_sqz` gets: the decoder squeezes n_sqz frames into one.
+  int64_t mel_multiple_for(int64_t n_sqz) const { return std::lcm(mel_multiple, n_sqz); }
 };
 
 // What the device counted since the GraphedTrainStep was made (one read, one wait).

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <random>
 
 #include "common/error.h"
@@ -59,7 +58,7 @@ data::Batch padded_as_graphed(const data::Batch& b, int64_t n_sqz) {
   const int64_t t = b.text.size(1), frames = b.mel.size(2);
   data::Batch out = b;
   out.text = torch::constant_pad_nd(b.text, {0, round_up(t, buckets.text_multiple) - t});
-  out.mel = torch::constant_pad_nd(b.mel, {0, round_up(frames, std::lcm(buckets.mel_multiple, n_sqz)) - frames});
+  out.mel = torch::constant_pad_nd(b.mel, {0, round_up(frames, buckets.mel_multiple_for(n_sqz)) - frames});
   return out;
 }
 
