@@ -4,6 +4,7 @@
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/bias_act_cuda.h"
+#include "models/weight_grads_aside_cuda.h"
 #endif
 
 namespace monoflow::models {
@@ -35,6 +36,8 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
 
 namespace {
 
+thread_local const AsideWeights* current_aside = nullptr;
+
 // The convolution without its bias, where it can leave the bias to an epilogue: a GPU, a bias,
 // [B, C, T] input and zero padding; undefined otherwise.
 torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
@@ -42,6 +45,11 @@ torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tens
   const auto* padding = std::get_if<torch::ExpandingArray<1>>(&o.padding());
   const bool zero_padded = padding && std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode());
   if (!x.is_cuda() || !conv.bias.defined() || x.dim() != 3 || !zero_padded) return {};
+#ifdef MONOFLOW_HAS_CUDA
+  if (const auto w = AsideWeights::weight_for(conv); w.defined() && torch::GradMode::is_enabled()) {
+    return cuda::conv_weight_grad_aside(x, w, (*padding)->at(0), o.dilation()->at(0));
+  }
+#endif
   return torch::conv1d(x, conv.weight, /*bias=*/{}, o.stride(), *padding, o.dilation(), o.groups());
 }
 
@@ -63,6 +71,33 @@ torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, co
 
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
   return conv1d_act(conv, x, /*mask=*/{}, /*relu=*/false, /*p=*/0.0, /*training=*/false);
+}
+
+AsideWeights::AsideWeights(torch::nn::Module& module, const torch::Tensor& like) : outer_(current_aside) {
+#ifdef MONOFLOW_HAS_CUDA
+  if (like.is_cuda() && torch::GradMode::is_enabled() && cuda::weight_grads_aside_in_text_side()) {
+    for (const auto& m : module.modules(/*include_self=*/false)) {
+      const auto* conv = dynamic_cast<const torch::nn::Conv1dImpl*>(m.get());
+      if (!conv || !conv->weight.requires_grad() || conv->options.stride()->at(0) != 1 || conv->options.groups() != 1) {
+        continue;
+      }
+      weights_.emplace(conv, cuda::joined_weight(conv->weight));
+    }
+  }
+#else
+  (void)module;
+  (void)like;
+#endif
+  current_aside = this;
+}
+
+AsideWeights::~AsideWeights() { current_aside = outer_; }
+
+torch::Tensor AsideWeights::weight_for(const torch::nn::Conv1dImpl& conv) {
+  for (const auto* a = current_aside; a; a = a->outer_) {
+    if (const auto i = a->weights_.find(&conv); i != a->weights_.end()) return i->second;
+  }
+  return {};
 }
 
 }  // namespace monoflow::models

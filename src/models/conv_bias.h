@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <unordered_map>
+
 namespace monoflow::models {
 
 // y + bias over channels for y [B, C, T]. Its backward sums the bias gradient over time first
@@ -13,6 +15,24 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
 // after the convolution (bias_act_cuda.h, else add_channel_bias). cuDNN adds a convolution's
 // bias in a kernel of its own anyway, so the forward numbers are the same.
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x);
+
+// While alive, on a GPU with grad mode on, the Conv1d submodules of `module` whose weights want a
+// gradient take them through cuda::joined_weight, and conv1d_act (on this thread) computes those
+// weight gradients on the side stream (weight_grads_aside_cuda.h). Made at the start of a
+// forward, before its first layer, so that autograd runs the joins after the layers' backward.
+class AsideWeights {
+ public:
+  AsideWeights(torch::nn::Module& module, const torch::Tensor& like);
+  ~AsideWeights();
+  AsideWeights(const AsideWeights&) = delete;
+  AsideWeights& operator=(const AsideWeights&) = delete;
+  // The joined weight for `conv`, undefined where it has none.
+  static torch::Tensor weight_for(const torch::nn::Conv1dImpl& conv);
+
+ private:
+  std::unordered_map<const torch::nn::Conv1dImpl*, torch::Tensor> weights_;
+  const AsideWeights* outer_;
+};
 
 // A text-side convolution with its epilogue: mask * dropout(act(conv(x))), act ReLU when `relu`,
 // dropout with probability p when training, mask [B, 1, T] of zeros and ones or undefined (none).

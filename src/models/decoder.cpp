@@ -4,6 +4,7 @@
 #include <ATen/record_function.h>
 
 #ifdef MONOFLOW_HAS_CUDA
+#include "models/weight_grads_aside_cuda.h"
 #include "models/weight_norm_cuda.h"
 #endif
 
@@ -37,7 +38,11 @@ class BatchedWeights {
       if (convs.empty() || !cuda::batched_weight_norm_applies(vs, gs, dtype)) continue;
       const auto weights = cuda::batched_weight_norm(vs, gs, dtype);
       for (size_t i = 0; i < convs.size(); ++i) {
-        convs[i]->set_step_weight(weights[i]);
+        // The dilated convolutions' weight gradients run beside the backward chain; their
+        // joins are made here, before the first layer, so that autograd runs them last. (The
+        // 1x1 products' too measured no faster: docs/benchmarks.md.)
+        const bool aside = vs[i].size(2) > 1 && weights[i].requires_grad() && cuda::weight_grads_aside_in_decoder();
+        convs[i]->set_step_weight(aside ? cuda::joined_weight(weights[i]) : weights[i], aside);
         convs_.push_back(convs[i]);
       }
     }

@@ -60,6 +60,8 @@ EncoderOutput TextEncoderImpl::forward(const torch::Tensor& tokens, const torch:
   // The text side stays float32 under bf16 autocast: it does ~2% of the step's FLOPs at text
   // length, but in bf16 nearly every op gains a cast each way (~400 small kernels on an H100).
   c10::impl::ExcludeDispatchKeyGuard float32_text_side(c10::autocast_dispatch_keyset);
+  // On a GPU the convolutions' weight gradients run beside the backward chain (conv_bias.h).
+  const AsideWeights aside(*this, tokens);
   auto x = emb->forward(tokens) * std::sqrt(static_cast<double>(hidden_));  // [B,T,H]
   x = x.transpose(1, -1);                                                   // [B,H,T]
   auto x_mask = sequence_mask(x_lengths.to(x.device()), x.size(2)).unsqueeze(1).to(x.scalar_type());

@@ -169,7 +169,7 @@ torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
 
 torch::Tensor WeightNormConv1dImpl::forward_without_bias(const torch::Tensor& x) {
   const auto cached = inference_weight();
-  return conv_over_time(x, cached.defined() ? cached : weight(), {}, padding_, dilation_);
+  return conv_over_time(x, cached.defined() ? cached : weight(), {}, padding_, dilation_, step_weight_grad_aside_);
 }
 
 // ---------------------------------------------------------------------------------------------

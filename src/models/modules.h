@@ -64,7 +64,12 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   torch::Tensor weight() const;  // the effective weight
   // A weight computed elsewhere for the current forward (the decoder's batched weight norm on
   // a GPU: models/weight_norm_cuda.h), used by weight() until reset with an undefined tensor.
-  void set_step_weight(torch::Tensor weight) { step_weight_ = std::move(weight); }
+  // `grad_aside`: the weight came through cuda::joined_weight, so forward_without_bias may put
+  // its gradient on the side stream (models/weight_grads_aside_cuda.h).
+  void set_step_weight(torch::Tensor weight, bool grad_aside = false) {
+    step_weight_ = std::move(weight);
+    step_weight_grad_aside_ = grad_aside && step_weight_.defined();
+  }
   // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
   // Winograd transform and for 1x1 layers its packed rows (winograd_conv1d.h, rows padded to
   // a multiple of 6), computed once while weight_v and weight_g keep their storage and
@@ -81,6 +86,7 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   bool inference_cache_valid() const;
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
+  bool step_weight_grad_aside_ = false;
   torch::Tensor cached_weight_, cached_winograd_, cached_rows_;
   const void* cached_of_[2] = {nullptr, nullptr};
   uint32_t cached_version_[2] = {0, 0};

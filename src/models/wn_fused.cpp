@@ -9,6 +9,7 @@
 #include "models/residual_cpu.h"
 
 #ifdef MONOFLOW_HAS_CUDA
+#include "models/weight_grads_aside_cuda.h"
 #include "models/wn_fused_cuda.h"
 #endif
 
@@ -31,7 +32,7 @@ torch::Tensor to_time_rows(const torch::Tensor& x) {
 }
 
 torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                             int64_t padding, int64_t dilation) {
+                             int64_t padding, int64_t dilation, bool weight_grad_aside) {
   if (x.dim() == 4 && weight.size(2) == 1 && x.is_contiguous(torch::MemoryFormat::ChannelsLast)) {
     // A 1x1 convolution of ChannelsLast rows is a matrix product [B * T, C_in] x [C_in, C_out]:
     // cuBLAS's sm90 kernels instead of cuDNN's, and no layout change either way.
@@ -58,6 +59,11 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
     const auto dtype = autocast ? at::autocast::get_autocast_dtype(at::kCUDA) : weight.scalar_type();
     const auto w = weight.unsqueeze(2).to(dtype, /*non_blocking=*/false, /*copy=*/false,
                                           torch::MemoryFormat::ChannelsLast);
+#ifdef MONOFLOW_HAS_CUDA
+    if (weight_grad_aside && x.is_cuda() && !bias.defined() && torch::GradMode::is_enabled()) {
+      return cuda::conv_weight_grad_aside(x.to(dtype), w, padding, dilation);
+    }
+#endif
     return torch::conv2d(x, w, bias, stride, padding_2d, dilation_2d);
   }
   if (weight.size(2) == 1 && x.device().is_cpu() && !torch::GradMode::is_enabled()) {

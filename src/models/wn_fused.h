@@ -72,7 +72,9 @@ torch::Tensor to_time_rows(const torch::Tensor& x);
 // A stride-1 convolution over time, weight [C_out, C_in, K]: torch::conv1d for [B, C, T],
 // conv2d with a [C_out, C_in, 1, K] view of the weight for [B, C, 1, T] (keeping ChannelsLast),
 // and for K = 1 on ChannelsLast rows a matrix product (no layout change, cuBLAS kernels).
+// `weight_grad_aside`: for [B, C, 1, T] on a GPU with K > 1 and no bias, the weight's gradient
+// on a side stream (weight_grads_aside_cuda.h; the weight must come from its joined_weight).
 torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                             int64_t padding = 0, int64_t dilation = 1);
+                             int64_t padding = 0, int64_t dilation = 1, bool weight_grad_aside = false);
 
 }  // namespace monoflow::models
