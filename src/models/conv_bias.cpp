@@ -36,7 +36,7 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
 
 namespace {
 
-thread_local const AsideWeights* current_aside = nullptr;
+thread_local AsideWeights* current_aside = nullptr;
 
 // The convolution without its bias, where it can leave the bias to an epilogue: a GPU, a bias,
 // [B, C, T] input and zero padding; undefined otherwise.
@@ -46,7 +46,7 @@ torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tens
   const bool zero_padded = padding && std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode());
   if (!x.is_cuda() || !conv.bias.defined() || x.dim() != 3 || !zero_padded) return {};
 #ifdef MONOFLOW_HAS_CUDA
-  if (const auto w = AsideWeights::weight_for(conv); w.defined() && torch::GradMode::is_enabled()) {
+  if (const auto w = AsideWeights::take_weight_for(conv); w.defined() && torch::GradMode::is_enabled()) {
     return cuda::conv_weight_grad_aside(x, w, (*padding)->at(0), o.dilation()->at(0));
   }
 #endif
@@ -93,9 +93,13 @@ AsideWeights::AsideWeights(torch::nn::Module& module, const torch::Tensor& like)
 
 AsideWeights::~AsideWeights() { current_aside = outer_; }
 
-torch::Tensor AsideWeights::weight_for(const torch::nn::Conv1dImpl& conv) {
-  for (const auto* a = current_aside; a; a = a->outer_) {
-    if (const auto i = a->weights_.find(&conv); i != a->weights_.end()) return i->second;
+torch::Tensor AsideWeights::take_weight_for(const torch::nn::Conv1dImpl& conv) {
+  for (auto* a = current_aside; a; a = a->outer_) {
+    if (const auto i = a->weights_.find(&conv); i != a->weights_.end()) {
+      auto w = std::move(i->second);
+      a->weights_.erase(i);
+      return w;
+    }
   }
   return {};
 }

@@ -26,12 +26,13 @@ class AsideWeights {
   ~AsideWeights();
   AsideWeights(const AsideWeights&) = delete;
   AsideWeights& operator=(const AsideWeights&) = delete;
-  // The joined weight for `conv`, undefined where it has none.
-  static torch::Tensor weight_for(const torch::nn::Conv1dImpl& conv);
+  // The joined weight for `conv`, undefined where it has none or handed it out already (a
+  // joined weight has one consumer: a second use of the convolution takes conv.weight itself).
+  static torch::Tensor take_weight_for(const torch::nn::Conv1dImpl& conv);
 
  private:
   std::unordered_map<const torch::nn::Conv1dImpl*, torch::Tensor> weights_;
-  const AsideWeights* outer_;
+  AsideWeights* outer_;
 };
 
 // A text-side convolution with its epilogue: mask * dropout(act(conv(x))), act ReLU when `relu`,

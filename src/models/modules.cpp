@@ -164,11 +164,21 @@ torch::Tensor WeightNormConv1dImpl::inference_rows_weight() {
 
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
   const auto cached = inference_weight();
+  take_step_weight();
   return conv_over_time(x, cached.defined() ? cached : weight(), bias, padding_, dilation_);
+}
+
+void WeightNormConv1dImpl::take_step_weight() {
+  // A joined weight has one consumer (weight_grads_aside_cuda.h): a second use in one forward
+  // would add its gradient to the side stream's before the join.
+  TORCH_CHECK(!step_weight_grad_aside_ || !step_weight_taken_,
+              "WeightNormConv1d: a step weight whose gradient goes aside used twice in one forward");
+  step_weight_taken_ = step_weight_.defined();
 }
 
 torch::Tensor WeightNormConv1dImpl::forward_without_bias(const torch::Tensor& x) {
   const auto cached = inference_weight();
+  take_step_weight();
   return conv_over_time(x, cached.defined() ? cached : weight(), {}, padding_, dilation_, step_weight_grad_aside_);
 }
 
@@ -412,6 +422,30 @@ InvConvNearImpl::InvConvNearImpl(int64_t channels, int64_t n_split) : channels_(
   weight = register_parameter("weight", w.contiguous());
 }
 
+namespace {
+
+// x [F, m]'s columns `index` [k], where column j is picked at positions[j] (positions [m, r]:
+// each column equally often). The backward sums each column's picks in that fixed order, where
+// index_select's backward adds them with atomics on a GPU: other bits from run to run.
+class FixedPicks : public torch::autograd::Function<FixedPicks> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& index, const torch::Tensor& positions) {
+    ctx->save_for_backward({positions});
+    return x.index_select(1, index);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const auto positions = ctx->get_saved_variables()[0];
+    const auto& grad = grads[0];
+    const auto picked = grad.index_select(1, positions.reshape({-1}));
+    return {picked.view({grad.size(0), positions.size(0), positions.size(1)}).sum(2), {}, {}};
+  }
+};
+
+}  // namespace
+
 torch::Tensor LeibnizLogDet::operator()(const torch::Tensor& w) {
   const int64_t n = w.size(-1);
   TORCH_CHECK(w.dim() >= 2 && w.size(-2) == n && n >= 1 && n <= kMaxOrder, "LeibnizLogDet: needs [..., n, n] with n <= ",
@@ -429,14 +463,20 @@ torch::Tensor LeibnizLogDet::operator()(const torch::Tensor& w) {
       }
       sign.push_back(inversions % 2 ? -1.0 : 1.0);
     } while (std::next_permutation(p.begin(), p.end()));
+    // Where each entry is picked: every entry (i, c) in the (n - 1)! permutations with p(i) = c.
+    std::vector<std::vector<int64_t>> picks(n * n);
+    for (size_t k = 0; k < index.size(); ++k) picks[index[k]].push_back(static_cast<int64_t>(k));
+    std::vector<int64_t> positions;
+    for (const auto& p_of_entry : picks) positions.insert(positions.end(), p_of_entry.begin(), p_of_entry.end());
     index_ = torch::tensor(index, torch::kLong).to(w.device());
+    positions_ = torch::tensor(positions, torch::kLong).view({n * n, -1}).to(w.device());
     sign_ = torch::tensor(sign, torch::kDouble).to(w.scalar_type()).to(w.device());
   }
   const int64_t terms = sign_.size(0);
   const auto batch = w.sizes().slice(0, w.dim() - 2);
   const auto flat = w.reshape({-1, n * n});
   // unbind, not select: the backward of an unbind is one stack, a select's a fill and a copy.
-  const auto factors = flat.index_select(1, index_).view({flat.size(0), terms, n}).unbind(2);
+  const auto factors = FixedPicks::apply(flat, index_, positions_).view({flat.size(0), terms, n}).unbind(2);
   auto products = factors[0];
   for (int64_t i = 1; i < n; ++i) products = products * factors[i];
   return torch::log((products * sign_).sum(1)).view(batch);

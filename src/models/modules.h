@@ -69,6 +69,7 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   void set_step_weight(torch::Tensor weight, bool grad_aside = false) {
     step_weight_ = std::move(weight);
     step_weight_grad_aside_ = grad_aside && step_weight_.defined();
+    step_weight_taken_ = false;
   }
   // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
   // Winograd transform and for 1x1 layers its packed rows (winograd_conv1d.h, rows padded to
@@ -84,9 +85,10 @@ class WeightNormConv1dImpl : public torch::nn::Module {
 
  private:
   bool inference_cache_valid() const;
+  void take_step_weight();
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
-  bool step_weight_grad_aside_ = false;
+  bool step_weight_grad_aside_ = false, step_weight_taken_ = false;
   torch::Tensor cached_weight_, cached_winograd_, cached_rows_;
   const void* cached_of_[2] = {nullptr, nullptr};
   uint32_t cached_version_[2] = {0, 0};
@@ -168,8 +170,9 @@ TORCH_MODULE(ActNorm);
 // Leibniz formula: det = sum over permutations p of sign(p) * prod_i W[i, p(i)]. Only a gather,
 // multiplies and a sum: no LU factorisation, whose CUDA path checks its result on the host,
 // so the training step stays free of host synchronisation and can be graph-captured, and its
-// gradient is plain arithmetic. n! terms, so for n up to 6 (720). The permutation tables are
-// built on the first call for a device and dtype, and kept (they are not parameters).
+// gradient is plain arithmetic, summed in a fixed order (the same bits each run on a GPU too).
+// n! terms, so for n up to 6 (720). The permutation tables are built on the first call for a
+// device and dtype, and kept (they are not parameters).
 class LeibnizLogDet {
  public:
   static constexpr int64_t kMaxOrder = 6;
@@ -177,7 +180,8 @@ class LeibnizLogDet {
   torch::Tensor operator()(const torch::Tensor& w);
 
  private:
-  torch::Tensor index_, sign_;  // [n! * n] flat entry indices, [n!] signs in w's dtype
+  // [n! * n] flat entry indices, [n * n, (n - 1)!] where each entry is picked, [n!] signs in w's dtype
+  torch::Tensor index_, positions_, sign_;
 };
 
 // Invertible 1x1 convolution over groups of n_split channels (the channels are split in two

@@ -1,6 +1,7 @@
 #include "models/weight_grads_aside_cuda.h"
 
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
@@ -52,6 +53,8 @@ std::atomic<int>& aside_setting() {
   return setting;
 }
 
+std::atomic<int64_t> forks{0}, delay_cycles{0};
+
 // One device's side stream and the tensors its pending weight gradients read.
 class SideStream {
  public:
@@ -70,9 +73,11 @@ class SideStream {
     torch::Tensor grad;
     {
       const c10::cuda::CUDAStreamGuard on_side(side_);
+      if (const int64_t cycles = delay_cycles.load(); cycles > 0) at::cuda::sleep(cycles);
       grad = weight_grad();
     }
     held_.push_back({current, std::move(inputs)});
+    ++forks;
     return grad;
   }
 
@@ -89,8 +94,8 @@ class SideStream {
   };
 
   static c10::cuda::CUDAStream create(c10::DeviceIndex device) {
-    // A stream of its own (not the pool's, which other code may capture or run on), never
-    // destroyed: graphs recorded with it keep referring to it.
+    // A stream of its own (not the pool's, which other code may capture or run on), kept for
+    // the process's life.
     const c10::cuda::CUDAGuard guard(device);
     cudaStream_t stream = nullptr;
     C10_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -159,7 +164,7 @@ struct ConvWeightGradAside : public torch::autograd::Function<ConvWeightGradAsid
 struct JoinedWeight : public torch::autograd::Function<JoinedWeight> {
   static torch::Tensor forward(AutogradContext*, const torch::Tensor& w) { return w; }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
-    if (grads[0].defined()) side_stream(grads[0].device()).join();
+    side_stream(grads[0].device()).join();  // (grads are materialised: defined)
     return {grads[0]};
   }
 };
@@ -182,5 +187,8 @@ torch::Tensor conv_weight_grad_aside(const torch::Tensor& x, const torch::Tensor
 }
 
 torch::Tensor joined_weight(const torch::Tensor& w) { return JoinedWeight::apply(w); }
+
+int64_t weight_grads_forked() { return forks.load(); }
+void delay_weight_grads_for_tests(int64_t cycles) { delay_cycles = cycles; }
 
 }  // namespace monoflow::models::cuda

@@ -40,7 +40,14 @@ bool weight_grads_aside_in_text_side();
 torch::Tensor conv_weight_grad_aside(const torch::Tensor& x, const torch::Tensor& w, int64_t padding,
                                      int64_t dilation);
 
-// w, whose gradient first waits for the side stream's weight gradients (see above).
+// w, whose gradient first waits for the side stream's weight gradients (see above). Its one
+// consumer must be conv_weight_grad_aside (views between them only): a second one would have
+// its gradient added to the side stream's before the join.
 torch::Tensor joined_weight(const torch::Tensor& w);
+
+// For tests: how many weight gradients went to a side stream since start-up; a delay (GPU
+// cycles) put on the side stream before each, so that a missing join shows as wrong values.
+int64_t weight_grads_forked();
+void delay_weight_grads_for_tests(int64_t cycles);
 
 }  // namespace monoflow::models::cuda

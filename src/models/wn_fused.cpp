@@ -60,7 +60,10 @@ torch::Tensor conv_over_time(const torch::Tensor& x, const torch::Tensor& weight
     const auto w = weight.unsqueeze(2).to(dtype, /*non_blocking=*/false, /*copy=*/false,
                                           torch::MemoryFormat::ChannelsLast);
 #ifdef MONOFLOW_HAS_CUDA
-    if (weight_grad_aside && x.is_cuda() && !bias.defined() && torch::GradMode::is_enabled()) {
+    // Only where w is a view of the joined weight: a copy's backward would read the gradient
+    // before its join.
+    if (weight_grad_aside && x.is_cuda() && !bias.defined() && torch::GradMode::is_enabled() &&
+        w.data_ptr() == weight.data_ptr()) {
       return cuda::conv_weight_grad_aside(x.to(dtype), w, padding, dilation);
     }
 #endif

@@ -23,27 +23,45 @@ namespace monoflow::models {
 namespace {
 
 #ifdef MONOFLOW_HAS_CUDA
-// cuDNN's deterministic algorithms while alive, so that two runs of one call give one result.
-class DeterministicCudnn {
+// While alive: cuDNN's deterministic algorithms (two runs of one call give one result), no
+// TF32, and a delay on the side stream before each weight gradient, so that a consumer reading
+// one before its join reads it unfinished. All restored afterwards, with the aside setting.
+class Deterministic {
  public:
-  DeterministicCudnn() : was_(at::globalContext().deterministicCuDNN()), benchmark_(at::globalContext().benchmarkCuDNN()) {
+  Deterministic()
+      : deterministic_(at::globalContext().deterministicCuDNN()),
+        benchmark_(at::globalContext().benchmarkCuDNN()),
+        tf32_cudnn_(at::globalContext().allowTF32CuDNN()),
+        tf32_cublas_(at::globalContext().allowTF32CuBLAS()),
+        aside_(cuda::weight_grads_aside()) {
     at::globalContext().setDeterministicCuDNN(true);
     at::globalContext().setBenchmarkCuDNN(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+    cuda::delay_weight_grads_for_tests(kDelayCycles);
   }
-  ~DeterministicCudnn() {
-    at::globalContext().setDeterministicCuDNN(was_);
+  ~Deterministic() {
+    at::globalContext().setDeterministicCuDNN(deterministic_);
     at::globalContext().setBenchmarkCuDNN(benchmark_);
+    at::globalContext().setAllowTF32CuDNN(tf32_cudnn_);
+    at::globalContext().setAllowTF32CuBLAS(tf32_cublas_);
+    cuda::delay_weight_grads_for_tests(0);
+    cuda::set_weight_grads_aside(aside_);
   }
+  Deterministic(const Deterministic&) = delete;
+  Deterministic& operator=(const Deterministic&) = delete;
 
  private:
-  bool was_, benchmark_;
+  static constexpr int64_t kDelayCycles = 2'000'000;  // ~1 ms at the GPUs' clocks
+  bool deterministic_, benchmark_, tf32_cudnn_, tf32_cublas_;
+  cuda::WeightGradsAside aside_;
 };
 
 constexpr int64_t kLayers = 4, kChannels = 48, kKernel = 5;
 
 struct Chain {
   torch::Tensor x, r;
-  std::vector<torch::Tensor> weights;  // leaves [C, C, 1, K], ChannelsLast
+  std::vector<torch::Tensor> weights;  // leaves [C, C, 1, K] (ChannelsLast) or [C, C, K]
 };
 
 // Time rows ([B, C, 1, T] ChannelsLast, weights [C, C, 1, K]) as the decoder has them, or
@@ -67,19 +85,23 @@ Chain make_chain(torch::ScalarType dtype, int64_t batch, int64_t frames, bool ti
   return c;
 }
 
-// Layer i: a dilated convolution (dilation 2^i) and a tanh, as a WN layer's chain has one
-// element-wise op between its convolutions. Returns the loss.
+// Each layer's weight is the leaf times 2, a product whose backward reads the weight's gradient
+// as the decoder's weight norm does; with `aside`, every weight is joined before the first
+// layer, as the model's are. Layer i: a dilated convolution (dilation 2^i) and a tanh, as a WN
+// layer's chain has one element-wise op between its convolutions. Returns the loss.
 torch::Tensor chain_loss(const Chain& c, bool aside) {
+  std::vector<torch::Tensor> weights;
+  for (const auto& leaf : c.weights) weights.push_back(aside ? cuda::joined_weight(leaf * 2) : leaf * 2);
   auto h = c.x;
   for (int64_t i = 0; i < kLayers; ++i) {
     const int64_t dilation = int64_t{1} << i, padding = dilation * (kKernel - 1) / 2;
     if (aside) {
-      h = cuda::conv_weight_grad_aside(h, cuda::joined_weight(c.weights[i]), padding, dilation);
+      h = cuda::conv_weight_grad_aside(h, weights[i], padding, dilation);
     } else if (h.dim() == 4) {
       const std::vector<int64_t> stride{1, 1}, pad{0, padding}, dil{1, dilation};
-      h = torch::conv2d(h, c.weights[i], torch::Tensor(), stride, pad, dil);
+      h = torch::conv2d(h, weights[i], torch::Tensor(), stride, pad, dil);
     } else {
-      h = torch::conv1d(h, c.weights[i], torch::Tensor(), /*stride=*/1, padding, dilation);
+      h = torch::conv1d(h, weights[i], torch::Tensor(), /*stride=*/1, padding, dilation);
     }
     h = torch::tanh(h);
   }
@@ -115,7 +137,7 @@ class WeightGradsAsideCuda : public ::testing::TestWithParam<torch::ScalarType> 
 
 TEST_P(WeightGradsAsideCuda, GiveTorchsGradientsThroughAChain) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const DeterministicCudnn deterministic;
+  const Deterministic deterministic;
   for (const bool time_rows : {true, false}) {
     SCOPED_TRACE(time_rows ? "conv2d of time rows" : "conv1d");
     const auto c = make_chain(GetParam(), /*batch=*/3, /*frames=*/77, time_rows);
@@ -135,7 +157,7 @@ TEST_P(WeightGradsAsideCuda, GiveTorchsGradientsThroughAChain) {
 // the capture by its waits and rejoins before the capture ends (else capture_end throws).
 TEST_P(WeightGradsAsideCuda, RecordIntoACudaGraphAndReplayTheSameGradients) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const DeterministicCudnn deterministic;
+  const Deterministic deterministic;
   const auto c = make_chain(GetParam(), /*batch=*/2, /*frames=*/64, /*time_rows=*/true);
   chain_loss(c, /*aside=*/false).backward();
   const auto want = gradients(c);
@@ -166,25 +188,13 @@ TEST_P(WeightGradsAsideCuda, RecordIntoACudaGraphAndReplayTheSameGradients) {
   expect_same_bits(got, want);
 }
 
-// "decoder.flows.<i>.weight": an InvConvNear matrix (the couplings' weights are named below
-// their modules, ActNorm's logs and bias).
-bool is_invconv_weight(const std::string& name) {
-  const std::string prefix = "decoder.flows.", suffix = ".weight";
-  if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + suffix.size()) return false;
-  const auto middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  return name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 &&
-         middle.find_first_not_of("0123456789") == std::string::npos;
-}
-
 // A training step of a small model (both sides' convolutions, their joins where autograd puts
 // them) with every weight gradient aside, with the decoder's only, and with none (before and
 // after: the step itself is deterministic here): the same gradient for every parameter, bit for
 // bit, in float32 and under bf16 autocast.
 TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const DeterministicCudnn deterministic;
-  at::globalContext().setAllowTF32CuDNN(false);
-  at::globalContext().setAllowTF32CuBLAS(false);
+  const Deterministic deterministic;
   const bool bf16 = GetParam() == torch::kBFloat16;
   torch::manual_seed(5);
   const auto o = testing::tiny_options().p_dropout(0.0).p_dropout_dec(0.0);
@@ -200,14 +210,15 @@ TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
   align::MasOptions mas;
   mas.backend = align::Backend::kCpu;
 
-  const auto before = cuda::weight_grads_aside();
   std::vector<std::vector<torch::Tensor>> grads;
+  std::vector<int64_t> forked;
   std::vector<std::string> names;
   // A first step whose gradients are not compared (cuDNN's and cuBLAS's set-up).
   for (const auto where : {cuda::WeightGradsAside::kNone, cuda::WeightGradsAside::kNone,
                            cuda::WeightGradsAside::kDecoder, cuda::WeightGradsAside::kAll,
                            cuda::WeightGradsAside::kNone}) {
     cuda::set_weight_grads_aside(where);
+    const int64_t forks_before = cuda::weight_grads_forked();
     model->zero_grad();
     torch::manual_seed(6);  // the prenet's dropout (p = 0.5 whatever the options) draws the same masks
     if (bf16) {
@@ -222,6 +233,7 @@ TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
       at::autocast::clear_cache();
     }
     loss.backward();
+    forked.push_back(cuda::weight_grads_forked() - forks_before);
     grads.emplace_back();
     names.clear();
     for (const auto& p : model->named_parameters()) {
@@ -230,22 +242,19 @@ TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
       grads.back().push_back(p.value().grad().clone());
     }
   }
-  cuda::set_weight_grads_aside(before);
-  at::globalContext().setAllowTF32CuDNN(true);
-  at::globalContext().setAllowTF32CuBLAS(true);
+  // None aside, the decoder's 2 x 2 dilated convolutions, then also the text side's 25
+  // (prenet 3 + 1, encoder 2 x 6, proj_m, proj_s, duration predictor 3, ... as tiny_options has them).
+  EXPECT_EQ(forked[0], 0);
+  EXPECT_EQ(forked[1], 0);
+  EXPECT_EQ(forked[2], o.n_blocks_dec() * o.n_block_layers());
+  EXPECT_GT(forked[3], forked[2] + 10);
+  EXPECT_EQ(forked[4], 0);
   ASSERT_GT(names.size(), 40u);
   for (size_t run = 2; run < grads.size(); ++run) {
     ASSERT_EQ(grads[run].size(), grads[1].size());
     for (size_t i = 0; i < names.size(); ++i) {
       SCOPED_TRACE(names[i] + ", run " + std::to_string(run));
-      if (is_invconv_weight(names[i])) {
-        // LeibnizLogDet's index_select sums its gradient with atomics: not the same bits from
-        // run to run, with or without anything aside (measured: run 4 against run 1).
-        const double scale = grads[1][i].abs().max().item<double>();
-        EXPECT_LE((grads[run][i] - grads[1][i]).abs().max().item<double>(), 1e-5 * scale);
-      } else {
-        EXPECT_TRUE(torch::equal(grads[run][i], grads[1][i]));
-      }
+      EXPECT_TRUE(torch::equal(grads[run][i], grads[1][i]));
     }
   }
 }
