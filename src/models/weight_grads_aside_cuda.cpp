@@ -41,14 +41,12 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> conv_backward(const torc
                                   /*transposed=*/false, s.output_padding, /*groups=*/1, mask);
 }
 
-std::atomic<int>& aside_setting() {
-  static std::atomic<int> setting = [] {
+std::atomic<WeightGradsAside>& aside_setting() {
+  static std::atomic<WeightGradsAside> setting = [] {
     const char* value = std::getenv("MONOFLOW_WEIGHT_GRADS_ASIDE");
     const std::string text = value ? value : "";
-    const auto where = text == "0" ? WeightGradsAside::kNone
-                       : text == "decoder" ? WeightGradsAside::kDecoder
-                                           : WeightGradsAside::kAll;
-    return static_cast<int>(where);
+    if (text == "0") return WeightGradsAside::kNone;
+    return text == "decoder" ? WeightGradsAside::kDecoder : WeightGradsAside::kAll;
   }();
   return setting;
 }
@@ -154,8 +152,10 @@ struct ConvWeightGradAside : public torch::autograd::Function<ConvWeightGradAsid
       grad_x = std::get<0>(conv_backward(grad, x, w, padding, dilation, {true, false, false}));
     }
     if (ctx->needs_input_grad(1)) {
-      grad_w = side_stream(grad.device()).run(
-          [&] { return std::get<1>(conv_backward(grad, x, w, padding, dilation, {false, true, false})); }, {grad, x, w});
+      const auto weight_grad = [&] {
+        return std::get<1>(conv_backward(grad, x, w, padding, dilation, {false, true, false}));
+      };
+      grad_w = side_stream(grad.device()).run(weight_grad, {grad, x, w});
     }
     return {grad_x, grad_w, {}, {}};
   }
@@ -171,12 +171,10 @@ struct JoinedWeight : public torch::autograd::Function<JoinedWeight> {
 
 }  // namespace
 
-void set_weight_grads_aside(WeightGradsAside where) { aside_setting() = static_cast<int>(where); }
-WeightGradsAside weight_grads_aside() { return static_cast<WeightGradsAside>(aside_setting().load()); }
-bool weight_grads_aside_in_decoder() {
-  return aside_setting() != static_cast<int>(WeightGradsAside::kNone);
-}
-bool weight_grads_aside_in_text_side() { return aside_setting() == static_cast<int>(WeightGradsAside::kAll); }
+void set_weight_grads_aside(WeightGradsAside where) { aside_setting() = where; }
+WeightGradsAside weight_grads_aside() { return aside_setting(); }
+bool weight_grads_aside_in_decoder() { return aside_setting() != WeightGradsAside::kNone; }
+bool weight_grads_aside_in_text_side() { return aside_setting() == WeightGradsAside::kAll; }
 
 torch::Tensor conv_weight_grad_aside(const torch::Tensor& x, const torch::Tensor& w, int64_t padding,
                                      int64_t dilation) {
