@@ -117,9 +117,13 @@ torch::Tensor MultiHeadAttentionImpl::attention(torch::Tensor query, torch::Tens
   key = key.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
   value = value.view({b, n_heads_, k_channels_, t_s}).transpose(2, 3);
   const double dropout_p = is_training() ? p_dropout_ : 0.0;
+  // The relative embeddings in the activations' dtype (text_side_precision.h: cast by the
+  // encoder's StepWeights, once for all layers).
+  const auto emb_k = emb_rel_k.defined() ? StepWeights::cast_of(emb_rel_k).to(query.scalar_type()) : emb_rel_k;
+  const auto emb_v = emb_rel_v.defined() ? StepWeights::cast_of(emb_rel_v).to(query.scalar_type()) : emb_rel_v;
   const auto output = window_size_ > 0 && block_length_ == 0 && mask.defined()
-                          ? relative_attention(query, key, value, emb_rel_k, emb_rel_v, mask, dropout_p)
-                          : attention_reference(query, key, value, emb_rel_k, emb_rel_v, mask, block_length_, dropout_p);
+                          ? relative_attention(query, key, value, emb_k, emb_v, mask, dropout_p)
+                          : attention_reference(query, key, value, emb_k, emb_v, mask, block_length_, dropout_p);
   return output.transpose(2, 3).contiguous().view({b, d, t_t});  // [b, h*d_k, t_t]
 }
 
@@ -159,13 +163,24 @@ AttentionEncoderImpl::AttentionEncoderImpl(int64_t hidden_channels, int64_t filt
   }
 }
 
+std::vector<torch::Tensor> AttentionEncoderImpl::relative_embeddings() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& layer : *attn_layers) {
+    const auto* attn = layer->as<MultiHeadAttention>();
+    for (const auto* e : {&attn->emb_rel_k, &attn->emb_rel_v}) {
+      if (e->defined()) out.push_back(*e);
+    }
+  }
+  return out;
+}
+
 torch::Tensor AttentionEncoderImpl::forward(torch::Tensor x, const torch::Tensor& x_mask) {
   auto attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1);  // [B,1,T,T]
   // The official masks x at each layer's start, the FFN's input and the output; here x once and
   // then each norm's output, with its residual sum, in the norm (modules.h): the same values in
   // every unmasked frame (the frames a norm sees are columns of their own). Each sublayer's
   // dropout is in its last convolution's epilogue (conv_bias.h: conv1d_act).
-  x = x * x_mask;
+  x = masked(x, x_mask);
   for (int64_t i = 0; i < n_layers_; ++i) {
     auto y = attn_layers[i]->as<MultiHeadAttention>()->forward(x, x, attn_mask, p_dropout_);
     x = norm_layers_1[i]->as<LayerNorm>()->forward(x, y, x_mask);

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 #include "models/modules.h"
 
 namespace monoflow::models {
@@ -74,6 +76,9 @@ class AttentionEncoderImpl : public torch::nn::Module {
   AttentionEncoderImpl(int64_t hidden_channels, int64_t filter_channels, int64_t n_heads, int64_t n_layers,
                        int64_t kernel_size, double p_dropout, int64_t window_size = 0, int64_t block_length = 0);
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& x_mask);
+  // The attention layers' relative embeddings (what the text side casts with its convolution
+  // weights: conv_bias.h's StepWeights).
+  std::vector<torch::Tensor> relative_embeddings() const;
 
  private:
   int64_t n_layers_;

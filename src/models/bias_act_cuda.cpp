@@ -3,6 +3,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <type_traits>
+
 #include "models/cuda_dispatch.h"
 #include "models/kernels/bias_act_kernels.h"
 #include "models/philox_state_cuda.h"
@@ -22,10 +24,13 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
     const torch::Tensor mask = is_given(mask_in) ? mask_in.to(torch::kFloat).contiguous() : torch::Tensor();
     const auto dropout = start_dropout(p, y.device());
     auto out = torch::empty_like(y);
-    check_launch(kernels::launch_bias_act_forward(y.data_ptr<float>(), bias.contiguous().data_ptr<float>(),
-                                                  data_or_null<float>(mask), out.data_ptr<float>(), b, c, t, relu,
-                                                  dropout, at::cuda::getCurrentCUDAStream()),
-                 "bias_act forward");
+    dispatch_kernel_dtype(y.scalar_type(), "bias_act", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_bias_act_forward(data_as<T>(y), bias.contiguous().data_ptr<float>(),
+                                                    data_or_null<float>(mask), data_as<T>(out), b, c, t, relu,
+                                                    dropout, at::cuda::getCurrentCUDAStream()),
+                   "bias_act forward");
+    });
     // With ReLU the backward reads which elements passed from the output (the next
     // convolution keeps it for its weight's gradient anyway); without, from dropout's state.
     ctx->save_for_backward({relu ? out : torch::Tensor(), mask});
@@ -43,12 +48,15 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
     const c10::cuda::CUDAGuard guard(grad_out.device());
     const int64_t b = grad_out.size(0), c = grad_out.size(1), t = grad_out.size(2);
     auto grad_y = torch::empty_like(grad_out);
-    auto row_sums = torch::empty({b, c}, grad_out.options());
-    check_launch(kernels::launch_bias_act_backward(grad_out.data_ptr<float>(), relu ? out.data_ptr<float>() : nullptr,
-                                                   data_or_null<float>(mask), grad_y.data_ptr<float>(),
-                                                   row_sums.data_ptr<float>(), b, c, t, relu, dropout,
-                                                   at::cuda::getCurrentCUDAStream()),
-                 "bias_act backward");
+    auto row_sums = torch::empty({b, c}, grad_out.options().dtype(torch::kFloat));
+    dispatch_kernel_dtype(grad_out.scalar_type(), "bias_act", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_bias_act_backward(data_as<T>(grad_out), relu ? data_as<T>(out) : nullptr,
+                                                     data_or_null<float>(mask), data_as<T>(grad_y),
+                                                     row_sums.data_ptr<float>(), b, c, t, relu, dropout,
+                                                     at::cuda::getCurrentCUDAStream()),
+                   "bias_act backward");
+    });
     return {grad_y, column_sums(row_sums, torch::kFloat), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -56,7 +64,7 @@ class BiasAct : public torch::autograd::Function<BiasAct> {
 }  // namespace
 
 bool fused_bias_act_applies(const torch::Tensor& y, const torch::Tensor& bias, const torch::Tensor& mask) {
-  if (!y.is_cuda() || y.dim() != 3 || y.scalar_type() != torch::kFloat || !y.is_contiguous()) return false;
+  if (!y.is_cuda() || y.dim() != 3 || !kernel_dtype(y.scalar_type()) || !y.is_contiguous()) return false;
   if (!bias.defined() || bias.dim() != 1 || bias.size(0) != y.size(1) || bias.scalar_type() != torch::kFloat ||
       bias.device() != y.device()) {
     return false;

@@ -7,7 +7,7 @@
 
 namespace monoflow::models::cuda {
 
-// float32 CUDA y [B, C, T], contiguous; bias float32 [C]; mask undefined or [B, 1, T] of zeros
+// CUDA y [B, C, T], contiguous, float32, float16 or bfloat16; bias float32 [C]; mask undefined or [B, 1, T] of zeros
 // and ones (a sequence mask), all on one device.
 bool fused_bias_act_applies(const torch::Tensor& y, const torch::Tensor& bias, const torch::Tensor& mask);
 

@@ -3,6 +3,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <type_traits>
+
 #include "models/cuda_dispatch.h"
 #include "models/kernels/channel_norm_kernels.h"
 
@@ -24,13 +26,17 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
     const torch::Tensor mask = is_given(mask_in) ? mask_in.contiguous() : mask_in;
     const int64_t b = x.size(0), c = x.size(1), t = x.size(2);
     auto y = torch::empty_like(x);
-    auto mean = torch::empty({b, t}, x.options()), rstd = torch::empty({b, t}, x.options());
-    check_launch(kernels::launch_channel_norm_forward(
-                     x.data_ptr<float>(), data_or_null<float>(residual), data_or_null<float>(mask),
-                     gamma.contiguous().data_ptr<float>(), beta.contiguous().data_ptr<float>(), y.data_ptr<float>(),
-                     mean.data_ptr<float>(), rstd.data_ptr<float>(), b, c, t, static_cast<float>(eps),
-                     at::cuda::getCurrentCUDAStream()),
-                 "channel layer norm forward");
+    const auto stats = x.options().dtype(torch::kFloat);
+    auto mean = torch::empty({b, t}, stats), rstd = torch::empty({b, t}, stats);
+    dispatch_kernel_dtype(x.scalar_type(), "channel layer norm", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_channel_norm_forward(
+                       data_as<T>(x), is_given(residual) ? data_as<T>(residual) : nullptr, data_or_null<float>(mask),
+                       gamma.contiguous().data_ptr<float>(), beta.contiguous().data_ptr<float>(), data_as<T>(y),
+                       mean.data_ptr<float>(), rstd.data_ptr<float>(), b, c, t, static_cast<float>(eps),
+                       at::cuda::getCurrentCUDAStream()),
+                   "channel layer norm forward");
+    });
     ctx->save_for_backward({x, residual, mask, gamma, mean, rstd});
     return y;
   }
@@ -44,14 +50,17 @@ class ChannelLayerNorm : public torch::autograd::Function<ChannelLayerNorm> {
     const torch::Tensor grad_y = grads[0].contiguous();
     auto grad_x = torch::empty_like(x);
     const int64_t rows = kernels::channel_norm_tiles(b, t);
-    auto grad_gamma_rows = torch::empty({rows, c}, x.options()), grad_beta_rows = torch::empty({rows, c}, x.options());
-    check_launch(kernels::launch_channel_norm_backward(
-                     grad_y.data_ptr<float>(), x.data_ptr<float>(), data_or_null<float>(residual),
-                     data_or_null<float>(mask),
-                     gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                     grad_x.data_ptr<float>(), grad_gamma_rows.data_ptr<float>(), grad_beta_rows.data_ptr<float>(), b,
-                     c, t, at::cuda::getCurrentCUDAStream()),
-                 "channel layer norm backward");
+    const auto sums = x.options().dtype(torch::kFloat);
+    auto grad_gamma_rows = torch::empty({rows, c}, sums), grad_beta_rows = torch::empty({rows, c}, sums);
+    dispatch_kernel_dtype(x.scalar_type(), "channel layer norm", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_channel_norm_backward(
+                       data_as<T>(grad_y), data_as<T>(x), is_given(residual) ? data_as<T>(residual) : nullptr,
+                       data_or_null<float>(mask), gamma.contiguous().data_ptr<float>(), mean.data_ptr<float>(),
+                       rstd.data_ptr<float>(), data_as<T>(grad_x), grad_gamma_rows.data_ptr<float>(),
+                       grad_beta_rows.data_ptr<float>(), b, c, t, at::cuda::getCurrentCUDAStream()),
+                   "channel layer norm backward");
+    });
     // x and the residual enter as their sum: the same gradient.
     return {grad_x, is_given(residual) ? grad_x : torch::Tensor(), torch::Tensor(),
             column_sums(grad_gamma_rows, torch::kFloat), column_sums(grad_beta_rows, torch::kFloat), torch::Tensor()};
@@ -62,16 +71,20 @@ bool same_float_cuda(const torch::Tensor& t, const torch::Tensor& like) {
   return t.is_cuda() && t.scalar_type() == torch::kFloat && t.device() == like.device();
 }
 
+bool same_cuda_type(const torch::Tensor& t, const torch::Tensor& like) {
+  return t.is_cuda() && t.scalar_type() == like.scalar_type() && t.device() == like.device();
+}
+
 }  // namespace
 
 bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
                                 const torch::Tensor& residual, const torch::Tensor& mask) {
-  if (!(x.is_cuda() && x.dim() == 3 && x.scalar_type() == torch::kFloat && same_float_cuda(gamma, x) &&
+  if (!(x.is_cuda() && x.dim() == 3 && kernel_dtype(x.scalar_type()) && same_float_cuda(gamma, x) &&
         same_float_cuda(beta, x) && gamma.dim() == 1 && beta.dim() == 1 && gamma.size(0) == x.size(1) &&
         beta.size(0) == x.size(1))) {
     return false;
   }
-  if (residual.defined() && !(same_float_cuda(residual, x) && residual.sizes() == x.sizes())) return false;
+  if (residual.defined() && !(same_cuda_type(residual, x) && residual.sizes() == x.sizes())) return false;
   // The kernel passes no gradient to the mask (a sequence mask needs none).
   return !mask.defined() || (same_float_cuda(mask, x) && !mask.requires_grad() && mask.dim() == 3 &&
                              mask.size(0) == x.size(0) && mask.size(1) == 1 && mask.size(2) == x.size(2));

@@ -6,8 +6,9 @@
 
 namespace monoflow::models::cuda {
 
-// float32 CUDA x [B, C, T], gamma and beta float32 [C] on the same device; residual (x's shape)
-// and mask ([B, 1, T], not requiring a gradient) float32 on that device where defined.
+// CUDA x [B, C, T] in float32, float16 or bfloat16, gamma and beta float32 [C] on the same
+// device; residual (x's shape and dtype) and mask (float32 [B, 1, T], not requiring a gradient)
+// on that device where defined. The output in x's dtype.
 bool fused_channel_norm_applies(const torch::Tensor& x, const torch::Tensor& gamma, const torch::Tensor& beta,
                                 const torch::Tensor& residual = {}, const torch::Tensor& mask = {});
 // mask * norm(x + residual), each of residual and mask left out where undefined.

@@ -16,7 +16,7 @@ class ChannelBias : public torch::autograd::Function<ChannelBias> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& y,
                                const torch::Tensor& bias) {
     ctx->saved_data["bias_dtype"] = bias.scalar_type();
-    return y + bias.view({1, -1, 1});
+    return y + bias.to(y.scalar_type()).view({1, -1, 1});
   }
 
   static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
@@ -36,7 +36,7 @@ torch::Tensor add_channel_bias(const torch::Tensor& y, const torch::Tensor& bias
 
 namespace {
 
-thread_local AsideWeights* current_aside = nullptr;
+thread_local StepWeights* current_step = nullptr;
 
 // The convolution without its bias, where it can leave the bias to an epilogue: a GPU, a bias,
 // [B, C, T] input and zero padding; undefined otherwise.
@@ -45,12 +45,38 @@ torch::Tensor conv1d_without_bias(torch::nn::Conv1dImpl& conv, const torch::Tens
   const auto* padding = std::get_if<torch::ExpandingArray<1>>(&o.padding());
   const bool zero_padded = padding && std::holds_alternative<torch::enumtype::kZeros>(o.padding_mode());
   if (!x.is_cuda() || !conv.bias.defined() || x.dim() != 3 || !zero_padded) return {};
+  const auto step = StepWeights::take_weight_for(conv);
 #ifdef MONOFLOW_HAS_CUDA
-  if (const auto w = AsideWeights::take_weight_for(conv); w.defined() && torch::GradMode::is_enabled()) {
-    return cuda::conv_weight_grad_aside(x, w, (*padding)->at(0), o.dilation()->at(0));
+  if (step.joined && torch::GradMode::is_enabled()) {
+    return cuda::conv_weight_grad_aside(x, step.weight, (*padding)->at(0), o.dilation()->at(0));
   }
 #endif
-  return torch::conv1d(x, conv.weight, /*bias=*/{}, o.stride(), *padding, o.dilation(), o.groups());
+  const auto weight = step.weight.defined() ? step.weight : conv.weight.to(x.scalar_type());
+  return torch::conv1d(x, weight, /*bias=*/{}, o.stride(), *padding, o.dilation(), o.groups());
+}
+
+// The parameters as one flat cast and its views: a cat and a cast forward, a cat and a cast
+// back (where one cast each was two kernels a parameter). Each part starts 16-byte aligned (zero
+// padding between them), as cuDNN's and cuBLAS's vectorised paths want.
+std::vector<torch::Tensor> cast_together(const std::vector<torch::Tensor>& params, torch::ScalarType dtype) {
+  constexpr int64_t kAlign = 8;  // elements: 16 bytes of a 16-bit dtype
+  std::vector<torch::Tensor> flat;
+  std::vector<int64_t> sizes;
+  for (const auto& p : params) {
+    flat.push_back(p.reshape({-1}));
+    sizes.push_back(p.numel());
+    if (const int64_t pad = (kAlign - p.numel() % kAlign) % kAlign; pad > 0) {
+      flat.push_back(torch::zeros({pad}, p.options().requires_grad(false)));
+      sizes.push_back(pad);
+    }
+  }
+  const auto parts = torch::cat(flat).to(dtype).split_with_sizes(sizes);
+  std::vector<torch::Tensor> out;
+  for (size_t i = 0, part = 0; i < params.size(); ++i, ++part) {
+    out.push_back(parts[part].view(params[i].sizes()));
+    if (params[i].numel() % kAlign != 0) ++part;  // its padding
+  }
+  return out;
 }
 
 }  // namespace
@@ -66,42 +92,65 @@ torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, co
   auto out = y.defined() ? add_channel_bias(y, conv.bias) : conv.forward(x);
   if (relu) out = torch::relu(out);
   out = models::dropout(out, p, training);
-  return mask.defined() ? out * mask : out;
+  return mask.defined() ? out * mask.to(out.scalar_type()) : out;
 }
 
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {
   return conv1d_act(conv, x, /*mask=*/{}, /*relu=*/false, /*p=*/0.0, /*training=*/false);
 }
 
-AsideWeights::AsideWeights(torch::nn::Module& module, const torch::Tensor& like) : outer_(current_aside) {
-#ifdef MONOFLOW_HAS_CUDA
-  if (like.is_cuda() && torch::GradMode::is_enabled() && cuda::weight_grads_aside_in_text_side()) {
-    for (const auto& m : module.modules(/*include_self=*/false)) {
-      const auto* conv = dynamic_cast<const torch::nn::Conv1dImpl*>(m.get());
-      if (!conv || !conv->weight.requires_grad() || conv->options.stride()->at(0) != 1 || conv->options.groups() != 1) {
-        continue;
-      }
-      weights_.emplace(conv, cuda::joined_weight(conv->weight));
+StepWeights::StepWeights(torch::nn::Module& module, const torch::Tensor& like, torch::ScalarType dtype,
+                         const std::vector<torch::Tensor>& other_params)
+    : outer_(current_step) {
+  current_step = this;
+  if (!like.is_cuda()) return;
+  std::vector<const torch::nn::Conv1dImpl*> convs;
+  std::vector<torch::Tensor> params;
+  for (const auto& m : module.modules(/*include_self=*/false)) {
+    if (const auto* conv = dynamic_cast<const torch::nn::Conv1dImpl*>(m.get())) {
+      convs.push_back(conv);
+      params.push_back(conv->weight);
     }
   }
-#else
-  (void)module;
-  (void)like;
+  const bool cast = !params.empty() && params[0].scalar_type() != dtype;
+  if (cast) {
+    params.insert(params.end(), other_params.begin(), other_params.end());
+    params = cast_together(params, dtype);
+    for (size_t i = convs.size(); i < params.size(); ++i) {
+      casts_.emplace(other_params[i - convs.size()].unsafeGetTensorImpl(), params[i]);
+    }
+  }
+  for (size_t i = 0; i < convs.size(); ++i) {
+    Weight w{cast ? params[i] : torch::Tensor(), false};
+#ifdef MONOFLOW_HAS_CUDA
+    const auto& o = convs[i]->options;
+    if (torch::GradMode::is_enabled() && cuda::weight_grads_aside_in_text_side() && params[i].requires_grad() &&
+        o.stride()->at(0) == 1 && o.groups() == 1) {
+      w = {cuda::joined_weight(params[i]), true};
+    }
 #endif
-  current_aside = this;
+    if (w.weight.defined()) weights_.emplace(convs[i], std::move(w));
+  }
 }
 
-AsideWeights::~AsideWeights() { current_aside = outer_; }
+StepWeights::~StepWeights() { current_step = outer_; }
 
-torch::Tensor AsideWeights::take_weight_for(const torch::nn::Conv1dImpl& conv) {
-  for (auto* a = current_aside; a; a = a->outer_) {
-    if (const auto i = a->weights_.find(&conv); i != a->weights_.end()) {
+StepWeights::Weight StepWeights::take_weight_for(const torch::nn::Conv1dImpl& conv) {
+  for (auto* s = current_step; s; s = s->outer_) {
+    if (const auto i = s->weights_.find(&conv); i != s->weights_.end()) {
       auto w = std::move(i->second);
-      a->weights_.erase(i);
+      s->weights_.erase(i);
       return w;
     }
   }
   return {};
+}
+
+torch::Tensor StepWeights::cast_of(const torch::Tensor& param) {
+  for (auto* s = current_step; s; s = s->outer_) {
+    if (const auto i = s->casts_.find(param.unsafeGetTensorImpl()); i != s->casts_.end()) return i->second;
+  }
+  return param;
 }
 
 }  // namespace monoflow::models

@@ -2,6 +2,7 @@
 
 #include "models/conv_bias.h"
 #include "models/dropout.h"
+#include "models/text_side_precision.h"
 
 #include <cmath>
 
@@ -25,7 +26,7 @@ torch::Tensor DurationPredictorImpl::forward(const torch::Tensor& x_in, const to
   // (dropout keeps zeros zero), the same values in every unmasked frame. The convolutions' bias
   // and ReLU are one epilogue (conv_bias.h).
   const bool training = is_training();
-  auto x = conv1d_act(*conv_1, x_in * x_mask, /*mask=*/{}, /*relu=*/true, /*p=*/0.0, training);
+  auto x = conv1d_act(*conv_1, masked(x_in, x_mask), /*mask=*/{}, /*relu=*/true, /*p=*/0.0, training);
   x = models::dropout(norm_1->forward(x, {}, x_mask), p_dropout_, training);
   x = conv1d_act(*conv_2, x, /*mask=*/{}, /*relu=*/true, /*p=*/0.0, training);
   x = models::dropout(norm_2->forward(x, {}, x_mask), p_dropout_, training);
@@ -57,26 +58,29 @@ TextEncoderImpl::TextEncoderImpl(const GlowTTSOptions& o) : options_(o), hidden_
 
 EncoderOutput TextEncoderImpl::forward(const torch::Tensor& tokens, const torch::Tensor& x_lengths,
                                        const torch::Tensor& g) {
-  // The text side stays float32 under bf16 autocast: it does ~2% of the step's FLOPs at text
-  // length, but in bf16 nearly every op gains a cast each way (~400 small kernels on an H100).
-  c10::impl::ExcludeDispatchKeyGuard float32_text_side(c10::autocast_dispatch_keyset);
+  // Autocast is off here: the side runs in one dtype of its own, float32 or autocast's
+  // (text_side_precision.h), with its parameters cast once for the step, not around each op.
+  const auto out_dtype = emb->weight.scalar_type();
+  const auto dtype = text_side_dtype(tokens, out_dtype);
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
   // On a GPU the convolutions' weight gradients run beside the backward chain (conv_bias.h).
-  const AsideWeights aside(*this, tokens);
-  auto x = emb->forward(tokens) * std::sqrt(static_cast<double>(hidden_));  // [B,T,H]
-  x = x.transpose(1, -1);                                                   // [B,H,T]
-  auto x_mask = sequence_mask(x_lengths.to(x.device()), x.size(2)).unsqueeze(1).to(x.scalar_type());
+  const StepWeights weights(*this, tokens, dtype, encoder->relative_embeddings());
+  auto x = (emb->forward(tokens) * std::sqrt(static_cast<double>(hidden_))).to(dtype);  // [B,T,H]
+  x = x.transpose(1, -1);                                                               // [B,H,T]
+  auto x_mask = sequence_mask(x_lengths.to(x.device()), x.size(2)).unsqueeze(1).to(out_dtype);
   if (pre) x = pre->forward(x, x_mask);
   x = encoder->forward(x, x_mask);
 
   torch::Tensor x_dp = x.detach();
-  if (g.defined()) x_dp = torch::cat({x_dp, g.expand({-1, -1, x.size(-1)})}, 1);
+  if (g.defined()) x_dp = torch::cat({x_dp, g.to(dtype).expand({-1, -1, x.size(-1)})}, 1);
 
   EncoderOutput out;
-  // The projections' bias and mask are one epilogue (conv_bias.h).
-  out.x_m = conv1d_act(*proj_m, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training());
-  out.x_logs =
-      proj_s ? conv1d_act(*proj_s, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training()) : torch::zeros_like(out.x_m);
-  out.logw = proj_w->forward(x_dp, x_mask);
+  // The projections' bias and mask are one epilogue (conv_bias.h); the outputs in the
+  // parameters' dtype (float32 under autocast).
+  out.x_m = conv1d_act(*proj_m, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training()).to(out_dtype);
+  out.x_logs = proj_s ? conv1d_act(*proj_s, x, x_mask, /*relu=*/false, /*p=*/0.0, is_training()).to(out_dtype)
+                      : torch::zeros_like(out.x_m);
+  out.logw = proj_w->forward(x_dp, x_mask).to(out_dtype);
   out.x_mask = x_mask;
   return out;
 }

@@ -77,8 +77,10 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x, const torch::Tensor
 #endif
   const auto input = residual.defined() ? x + residual : x;
   const int64_t channels = x.size(1);
-  auto y = at::layer_norm(input.transpose(1, -1), {channels}, gamma, beta, eps_).transpose(1, -1).contiguous();
-  return mask.defined() ? y * mask : y;
+  auto y = at::layer_norm(input.transpose(1, -1), {channels}, gamma.to(x.scalar_type()), beta.to(x.scalar_type()), eps_)
+               .transpose(1, -1)
+               .contiguous();
+  return mask.defined() ? masked(y, mask) : y;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,13 +105,13 @@ ConvReluNormImpl::ConvReluNormImpl(int64_t in_channels, int64_t hidden_channels,
 torch::Tensor ConvReluNormImpl::forward(const torch::Tensor& x_org, const torch::Tensor& x_mask) {
   // The official masks each convolution's input; here the first's and then each norm's output
   // (ReLU and dropout keep zeros zero), the same values in every unmasked frame.
-  auto x = x_org * x_mask;
+  auto x = masked(x_org, x_mask);
   for (size_t i = 0; i < conv_layers->size(); ++i) {
     x = conv1d_forward(*conv_layers[i]->as<torch::nn::Conv1d>(), x);
     x = norm_layers[i]->as<LayerNorm>()->forward(x, {}, x_mask);
     x = models::dropout(torch::relu(x), p_dropout_, is_training());
   }
-  return (x_org + conv1d_forward(*proj, x)) * x_mask;
+  return masked(x_org + conv1d_forward(*proj, x), x_mask);
 }
 
 // ---------------------------------------------------------------------------------------------

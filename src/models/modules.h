@@ -16,6 +16,11 @@ namespace monoflow::models {
 // [B] lengths -> [B, max_length] bool, true inside.
 torch::Tensor sequence_mask(const torch::Tensor& lengths, int64_t max_length);
 
+// x * mask in x's dtype (a float32 mask on the text side's bf16 activations: text_side_precision.h).
+inline torch::Tensor masked(const torch::Tensor& x, const torch::Tensor& mask) {
+  return x * mask.to(x.scalar_type());
+}
+
 // Squeeze time into channels by n_sqz: [B,C,T] -> [B,C*n_sqz,T/n_sqz] (T truncated to a
 // multiple of n_sqz); the mask keeps every n_sqz-th frame's value (the last of each group).
 std::pair<torch::Tensor, torch::Tensor> squeeze(const torch::Tensor& x, const torch::Tensor& x_mask, int64_t n_sqz);

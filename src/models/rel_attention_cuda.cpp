@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "models/cuda_dispatch.h"
 #include "models/kernels/rel_attention_kernels.h"
@@ -70,11 +71,13 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     const torch::Tensor weights = torch::empty_like(scores);
     const torch::Tensor dropped = dropout.enabled ? torch::empty_like(scores) : weights;
     const torch::Tensor band = torch::empty_like(rel);
-    check_launch(kernels::launch_relative_softmax_forward(scores.data_ptr<float>(), rel.data_ptr<float>(),
-                                                          mask.data_ptr<float>(), weights.data_ptr<float>(),
-                                                          dropped.data_ptr<float>(), band.data_ptr<float>(), rows,
-                                                          dropout, at::cuda::getCurrentCUDAStream()),
-                 "relative attention forward");
+    dispatch_kernel_dtype(q.scalar_type(), "relative attention", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_relative_softmax_forward(data_as<T>(scores), data_as<T>(rel), mask.data_ptr<float>(),
+                                                            data_as<T>(weights), data_as<T>(dropped), data_as<T>(band),
+                                                            rows, dropout, at::cuda::getCurrentCUDAStream()),
+                   "relative attention forward");
+    });
     const torch::Tensor out_t = transposed_product(dropped, v);
     add_band_product_t(out_t, band, emb_v);
     ctx->save_for_backward({q, k, v, emb_k, emb_v, mask, weights, dropped, band});
@@ -95,11 +98,14 @@ class RelativeAttention : public torch::autograd::Function<RelativeAttention> {
     torch::Tensor grad = torch::matmul(grad_out, v.transpose(-2, -1)).contiguous();    // dP, then dS in place
     const torch::Tensor grad_band = band_product(grad_out, emb_v[0].t());
     const torch::Tensor grad_rel = torch::empty_like(grad_band);
-    check_launch(kernels::launch_relative_softmax_backward(grad.data_ptr<float>(), grad_band.data_ptr<float>(),
-                                                           weights.data_ptr<float>(), mask.data_ptr<float>(),
-                                                           grad_rel.data_ptr<float>(), rows, dropout,
-                                                           at::cuda::getCurrentCUDAStream()),
-                 "relative attention backward");
+    dispatch_kernel_dtype(q.scalar_type(), "relative attention", [&](auto* type) {
+      using T = std::remove_pointer_t<decltype(type)>;
+      check_launch(kernels::launch_relative_softmax_backward(data_as<T>(grad), data_as<T>(grad_band),
+                                                             data_as<T>(weights), mask.data_ptr<float>(),
+                                                             data_as<T>(grad_rel), rows, dropout,
+                                                             at::cuda::getCurrentCUDAStream()),
+                   "relative attention backward");
+    });
     const torch::Tensor grad_q_t = transposed_product(grad, k);
     add_band_product_t(grad_q_t, grad_rel, emb_k);
     const torch::Tensor grad_k_t = transposed_product(grad.transpose(-2, -1), q);
@@ -118,8 +124,9 @@ bool fused_relative_attention_applies(const torch::Tensor& q, const torch::Tenso
     return false;
   }
   const auto device = q.device();
+  if (!kernel_dtype(q.scalar_type())) return false;
   for (const auto* t : {&q, &k, &v, &emb_k, &emb_v}) {
-    if (t->scalar_type() != torch::kFloat || t->device() != device) return false;
+    if (t->scalar_type() != q.scalar_type() || t->device() != device) return false;
   }
   const int64_t b = q.size(0), h = q.size(1), l = q.size(2), d = q.size(3);
   const int64_t n = emb_k.size(1);

@@ -7,8 +7,8 @@
 
 namespace monoflow::models::cuda {
 
-// float32 CUDA q, k, v [b, h, l, d] (any strides), emb_k and emb_v [1, 2w+1, d], mask
-// [b, 1, l, l], all on one device.
+// CUDA q, k, v [b, h, l, d] (any strides), emb_k and emb_v [1, 2w+1, d], all of one dtype
+// (float32, float16 or bfloat16), mask [b, 1, l, l], all on one device.
 bool fused_relative_attention_applies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const torch::Tensor& emb_k, const torch::Tensor& emb_v,
                                       const torch::Tensor& mask);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "models/text_side_precision.h"
 #include "train/config/options_map.h"
 #include "train/precision.h"
 #include "train/resume_check.h"
@@ -26,6 +27,7 @@ void choose_devices(const Config& c, RunParts& p) {
   p.dist = std::make_unique<Distributed>(dist_options, p.device);
   p.main = p.dist->is_main();
   set_allow_tf32(c.train.allow_tf32);
+  models::set_text_side_autocast(c.train.autocast_text_side);
   p.bf16 = c.train.fp16_run && p.device.is_cuda();
   p.backend = resolve_backend(c.run.align_backend, p.device);
 }

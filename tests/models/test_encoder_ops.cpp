@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -235,6 +236,73 @@ TEST(EncoderOps, BiasActCudaDropoutKeepsAndPassesTheSameElements) {
       EXPECT_LT(max_abs_diff(grads[1], grads[0].sum(at::IntArrayRef{0, 2})),
                 1e-4 * std::max(1.0, grads[1].abs().max().item<double>()));
     }
+  }
+}
+// The text side under bf16 autocast (models/text_side_precision.h): the norm with its residual
+// and mask, and the epilogue with and without ReLU, on bf16 activations with float32 gamma,
+// beta and bias. Against the float32 ops on the same (bf16-representable) values: each output
+// and activation gradient that float result rounded once to bf16 (within one bf16 step, as the
+// kernel's float sums may round the other way at a tie), gamma's, beta's and the bias's
+// gradients (float32) to float32's precision of their sums.
+double bf16_step_excess(const torch::Tensor& got, const torch::Tensor& want_float) {
+  // |got - want| beyond one bf16 step (2^-7 relative, at least 2^-7 * 1e-3 absolute)
+  const auto want = want_float.to(torch::kDouble);
+  const auto step = want.abs().clamp_min(1e-3) * std::pow(2.0, -7);
+  return ((got.to(torch::kDouble) - want).abs() - step).max().item<double>();
+}
+
+TEST(EncoderOps, Bf16LayerNormAndEpilogueRoundTheFloatOpsOnce) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const int64_t b = 4, c = 48, t = 37;
+  torch::manual_seed(8);
+  const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{20}, int64_t{1}, int64_t{33}}).view({b, 1, 1}))
+                        .to(torch::kFloat)
+                        .cuda();
+  const auto bf16 = [](const torch::Tensor& x) { return x.to(torch::kBFloat16).detach().requires_grad_(true); };
+  const auto as_float = [](const torch::Tensor& x) { return x.detach().to(torch::kFloat).requires_grad_(true); };
+  {
+    SCOPED_TRACE("layer norm");
+    LayerNorm norm = norm_with_random_affine(c, torch::kCUDA);
+    auto x = bf16(torch::randn({b, c, t}, torch::kCUDA) * 2 + 1), r = bf16(torch::randn({b, c, t}, torch::kCUDA));
+    ASSERT_TRUE(cuda::fused_channel_norm_applies(x, norm->gamma, norm->beta, r, mask));
+    auto x32 = as_float(x), r32 = as_float(r);
+    const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
+    const auto y = norm->forward(x, r, mask);
+    const auto y32 = layer_norm_composite(x32 + r32, norm->gamma, norm->beta, 1e-4) * mask;
+    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+    EXPECT_LE(bf16_step_excess(y, y32), 0.0);
+    const std::vector<torch::Tensor> ins{x, r, norm->gamma, norm->beta}, ins32{x32, r32, norm->gamma, norm->beta};
+    const auto grads = torch::autograd::grad({y}, ins, {g});
+    const auto grads32 = torch::autograd::grad({y32}, ins32, {g.to(torch::kFloat)});
+    EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
+    EXPECT_LE(bf16_step_excess(grads[0], grads32[0]), 0.0);
+    EXPECT_TRUE(torch::equal(grads[1], grads[0]));
+    for (size_t i = 2; i < 4; ++i) {
+      EXPECT_EQ(grads[i].scalar_type(), torch::kFloat);
+      EXPECT_LT(max_abs_diff(grads[i], grads32[i]), 1e-4 * std::max(1.0, grads32[i].abs().max().item<double>())) << i;
+    }
+  }
+  for (const bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "epilogue, relu" : "epilogue");
+    auto y = bf16(torch::randn({b, c, t}, torch::kCUDA));
+    auto bias = (torch::randn({c}, torch::kCUDA) * 0.3).requires_grad_(true);
+    ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
+    auto y32 = as_float(y);
+    const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
+    const auto out = cuda::bias_act(y, bias, mask, relu, 0.0);
+    auto out32 = y32 + bias.view({1, -1, 1});
+    if (relu) out32 = torch::relu(out32);
+    out32 = out32 * mask;
+    EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+    EXPECT_LE(bf16_step_excess(out, out32), 0.0);
+    const auto grads = torch::autograd::grad({out}, {y, bias}, {g});
+    const auto grads32 = torch::autograd::grad({out32}, {y32, bias}, {g.to(torch::kFloat)});
+    EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
+    EXPECT_EQ(grads[1].scalar_type(), torch::kFloat);
+    // Where ReLU passed a value too small to keep in bf16, the kernel passes no gradient.
+    const auto passed = relu ? (out != 0).logical_or(mask.expand_as(out) == 0) : torch::ones_like(out, torch::kBool);
+    EXPECT_LE(bf16_step_excess(grads[0].masked_select(passed), grads32[0].masked_select(passed)), 0.0);
+    EXPECT_LT(max_abs_diff(grads[1], grads32[1]), 1e-4 * std::max(1.0, grads32[1].abs().max().item<double>()));
   }
 }
 #endif  // MONOFLOW_HAS_CUDA

@@ -12,6 +12,10 @@
 
 #include "models/attentions.h"
 
+#ifdef MONOFLOW_HAS_CUDA
+#include "models/rel_attention_cuda.h"
+#endif
+
 namespace monoflow::models {
 namespace {
 
@@ -65,6 +69,14 @@ void expect_close(const std::vector<torch::Tensor>& got, const std::vector<torch
     EXPECT_LE(max_abs_diff(got[i], want[i]), tolerance * scale);
   }
 }
+
+#ifdef MONOFLOW_HAS_CUDA
+bool cuda_applies(const AttentionInput& in) {
+  return cuda::fused_relative_attention_applies(in.q, in.k, in.v, in.emb_k, in.emb_v, in.mask);
+}
+#else
+bool cuda_applies(const AttentionInput&) { return false; }
+#endif
 
 // TF32 off for the products of both paths, so that they compare in float32.
 class RelativeAttentionCuda : public ::testing::Test {
@@ -137,6 +149,32 @@ TEST_F(RelativeAttentionCuda, DropoutDrawsAMaskThatBackwardReuses) {
   const auto got = run(in, grad, [&](auto... x) { return relative_attention(x..., in.mask, p); });
   const auto want = run(in, grad, [&](auto... x) { return attention_reference(x..., in.mask, 0, p, keep_mask); });
   expect_close(got, want, 1e-5);
+}
+
+// The text side under bf16 autocast (models/text_side_precision.h): q, k, v and the embeddings in
+// bf16, the products' outputs, the softmax rows and every gradient in bf16, the arithmetic in
+// float. Against the float32 composite on the same (bf16-representable) values: within bf16's
+// rounding of the scores, weights and outputs; the gradients in bf16 as the leaves are.
+TEST_F(RelativeAttentionCuda, Bf16RowsMatchTheFloatCompositeWithinBf16Rounding) {
+  torch::manual_seed(13);
+  for (const auto& in32 : {AttentionInput::make(3, 2, 37, 16, torch::kCUDA), AttentionInput::make(8, 2, 184, 96, torch::kCUDA)}) {
+    SCOPED_TRACE(in32.name());
+    AttentionInput in = in32;
+    for (auto* t : {&in.q, &in.k, &in.v, &in.emb_k, &in.emb_v}) *t = t->to(torch::kBFloat16);
+    ASSERT_TRUE(cuda_applies(in));
+    const auto grad = torch::randn({in.b, in.h, in.l, in.d}, torch::kCUDA).to(torch::kBFloat16);
+    torch::Tensor fused_out;
+    const auto got = run(in, grad, [&](auto... x) { return fused_out = relative_attention(x..., in.mask, 0.0); });
+    ASSERT_NE(fused_out.grad_fn()->name().find("RelativeAttention"), std::string::npos) << fused_out.grad_fn()->name();
+    for (const auto& t : got) EXPECT_EQ(t.scalar_type(), torch::kBFloat16);
+    AttentionInput as_float = in;
+    for (auto* t : {&as_float.q, &as_float.k, &as_float.v, &as_float.emb_k, &as_float.emb_v}) *t = t->to(torch::kFloat);
+    const auto want = run(as_float, grad.to(torch::kFloat),
+                          [&](auto... x) { return attention_reference(x..., in.mask, 0, 0.0); });
+    // bf16 keeps 8 significant bits (a relative step of 2^-8 = 0.4%); the scores' rounding moves
+    // the weights by about that much again.
+    expect_close(got, want, 3e-2);
+  }
 }
 
 }  // namespace

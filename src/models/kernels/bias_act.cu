@@ -5,8 +5,13 @@
 // row of T values: each lane takes four consecutive times, so that with T % 4 == 0 its four
 // elements are one Philox block (one evaluation for four uniforms), and the warp's sum of the
 // row's gradient is the bias's partial sum for that row.
+//
+// v2 (this file): the activations in float, __half or __nv_bfloat16 (the text side under bf16
+// autocast), the arithmetic, the bias, the mask and the bias's partial sums in float; a lane's
+// four elements one 8-byte access in 16-bit types.
 #include "models/kernels/bias_act_kernels.h"
 
+#include "models/kernels/element_types.cuh"
 #include "models/kernels/philox_dropout.cuh"
 
 #include <cstdint>
@@ -34,25 +39,34 @@ __device__ __forceinline__ float component(const float4& v, int k) {
   return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
 }
 
-// Up to four values from p (n of them, the rest 0): one 16-byte load where `vec` says that p is
-// aligned and all four are there.
-__device__ __forceinline__ float4 load4(const float* p, int64_t n, bool vec) {
-  if (vec && n >= 4) return *reinterpret_cast<const float4*>(p);
+// Up to four values from p (n of them, the rest 0), in float: one access of 4 * sizeof(T) bytes
+// where `vec` says that p is aligned and all four are there.
+template <typename T>
+__device__ __forceinline__ float4 load4(const T* p, int64_t n, bool vec) {
+  if (vec && n >= 4) {
+    const Pack<T, 4> v = load<T, 4>(p);
+    return make_float4(to_float(v.v[0]), to_float(v.v[1]), to_float(v.v[2]), to_float(v.v[3]));
+  }
   float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int k = 0; k < 4 && k < n; ++k) v[k] = p[k];
+  for (int k = 0; k < 4 && k < n; ++k) v[k] = to_float(p[k]);
   return make_float4(v[0], v[1], v[2], v[3]);
 }
 
-__device__ __forceinline__ void store4(float* p, const float4& v, int64_t n, bool vec) {
+// Rounds to T on the way out (round to nearest even).
+template <typename T>
+__device__ __forceinline__ void store4(T* p, const float4& v, int64_t n, bool vec) {
   if (vec && n >= 4) {
-    *reinterpret_cast<float4*>(p) = v;
+    Pack<T, 4> out;
+    for (int k = 0; k < 4; ++k) out.v[k] = from_float<T>(component(v, k));
+    store<T, 4>(p, out);
     return;
   }
-  for (int k = 0; k < 4 && k < n; ++k) p[k] = component(v, k);
+  for (int k = 0; k < 4 && k < n; ++k) p[k] = from_float<T>(component(v, k));
 }
 
-__global__ void bias_act_forward_kernel(const float* __restrict__ y, const float* __restrict__ bias,
-                                        const float* __restrict__ mask, float* __restrict__ out, int64_t rows,
+template <typename T>
+__global__ void bias_act_forward_kernel(const T* __restrict__ y, const float* __restrict__ bias,
+                                        const float* __restrict__ mask, T* __restrict__ out, int64_t rows,
                                         int64_t c, int64_t t, bool relu, bool vec, PhiloxDropout dropout) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
@@ -77,8 +91,9 @@ __global__ void bias_act_forward_kernel(const float* __restrict__ y, const float
   }
 }
 
-__global__ void bias_act_backward_kernel(const float* __restrict__ grad_out, const float* __restrict__ out,
-                                         const float* __restrict__ mask, float* __restrict__ grad_y,
+template <typename T>
+__global__ void bias_act_backward_kernel(const T* __restrict__ grad_out, const T* __restrict__ out,
+                                         const float* __restrict__ mask, T* __restrict__ grad_y,
                                          float* __restrict__ row_sums, int64_t rows, int64_t c, int64_t t, bool relu,
                                          bool vec, PhiloxDropout dropout) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
@@ -116,36 +131,49 @@ __global__ void bias_act_backward_kernel(const float* __restrict__ grad_out, con
 
 int blocks_for(int64_t rows) { return static_cast<int>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
 
-// 16-byte loads and stores where every row starts aligned: T % 4 == 0 and 16-byte aligned buffers.
-bool vectorisable(int64_t t, std::initializer_list<const void*> buffers) {
-  if (t % 4 != 0) return false;
+// One access of four elements where every row starts aligned: T % 4 == 0, the T buffers aligned
+// to 4 * sizeof(T) bytes and the float mask to 16.
+template <typename T>
+bool vectorisable(int64_t t, std::initializer_list<const void*> buffers, const float* mask) {
+  if (t % 4 != 0 || !aligned(mask, 16)) return false;
   for (const void* p : buffers) {
-    if (p && reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+    if (!aligned(p, 4 * sizeof(T))) return false;
   }
   return true;
 }
 
 }  // namespace
 
-cudaError_t launch_bias_act_forward(const float* y, const float* bias, const float* mask, float* out, int64_t b,
+template <typename T>
+cudaError_t launch_bias_act_forward(const T* y, const float* bias, const float* mask, T* out, int64_t b,
                                     int64_t c, int64_t t, bool relu, const PhiloxDropout& dropout,
                                     cudaStream_t stream) {
   const int64_t rows = b * c;
   if (rows == 0 || t == 0) return cudaSuccess;
   bias_act_forward_kernel<<<blocks_for(rows), 32 * kWarpsPerBlock, 0, stream>>>(
-      y, bias, mask, out, rows, c, t, relu, vectorisable(t, {y, mask, out}), dropout);
+      y, bias, mask, out, rows, c, t, relu, vectorisable<T>(t, {y, out}, mask), dropout);
   return cudaGetLastError();
 }
 
-cudaError_t launch_bias_act_backward(const float* grad_out, const float* out, const float* mask, float* grad_y,
-                                     float* row_sums, int64_t b, int64_t c, int64_t t, bool relu,
+template <typename T>
+cudaError_t launch_bias_act_backward(const T* grad_out, const T* out, const float* mask, T* grad_y, float* row_sums, int64_t b, int64_t c, int64_t t, bool relu,
                                      const PhiloxDropout& dropout, cudaStream_t stream) {
   const int64_t rows = b * c;
   if (rows == 0) return cudaSuccess;
   if (t == 0) return cudaMemsetAsync(row_sums, 0, rows * sizeof(float), stream);
   bias_act_backward_kernel<<<blocks_for(rows), 32 * kWarpsPerBlock, 0, stream>>>(
-      grad_out, out, mask, grad_y, row_sums, rows, c, t, relu, vectorisable(t, {grad_out, out, mask, grad_y}), dropout);
+      grad_out, out, mask, grad_y, row_sums, rows, c, t, relu, vectorisable<T>(t, {grad_out, out, grad_y}, mask), dropout);
   return cudaGetLastError();
 }
+
+#define MONOFLOW_BIAS_ACT(T)                                                                                  \
+  template cudaError_t launch_bias_act_forward<T>(const T*, const float*, const float*, T*, int64_t, int64_t,  \
+                                                  int64_t, bool, const PhiloxDropout&, cudaStream_t);          \
+  template cudaError_t launch_bias_act_backward<T>(const T*, const T*, const float*, T*, float*, int64_t,      \
+                                                   int64_t, int64_t, bool, const PhiloxDropout&, cudaStream_t);
+MONOFLOW_BIAS_ACT(float)
+MONOFLOW_BIAS_ACT(__half)
+MONOFLOW_BIAS_ACT(__nv_bfloat16)
+#undef MONOFLOW_BIAS_ACT
 
 }  // namespace monoflow::models::kernels

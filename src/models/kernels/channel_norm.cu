@@ -15,7 +15,12 @@
 // rounded it) and the sequence mask on the output, so the encoder layer's add, its mask
 // product and the products' backwards are no kernels of their own; the backward reads x and r
 // again instead of a kept sum.
+// v3 (this file): x, the residual, y and the gradients in float, __half or __nv_bfloat16 (the
+// text side under bf16 autocast); the sum x + r, the statistics, gamma, beta, the mask and the
+// partial sums in float, each output rounded once.
 #include "models/kernels/channel_norm_kernels.h"
+
+#include "models/kernels/element_types.cuh"
 
 namespace monoflow::models::kernels {
 namespace {
@@ -35,14 +40,16 @@ __device__ __forceinline__ float column_sum(float v, float (*shared)[kColumns + 
   return total;
 }
 
-// x[at] + r[at], or x[at] without a residual: the normalised input.
-__device__ __forceinline__ float input_at(const float* __restrict__ x, const float* __restrict__ r, int64_t at) {
-  return r != nullptr ? x[at] + r[at] : x[at];
+// x[at] + r[at] in float, or x[at] without a residual: the normalised input.
+template <typename T>
+__device__ __forceinline__ float input_at(const T* __restrict__ x, const T* __restrict__ r, int64_t at) {
+  return r != nullptr ? to_float(x[at]) + to_float(r[at]) : to_float(x[at]);
 }
 
-__global__ void channel_norm_forward(const float* __restrict__ x, const float* __restrict__ residual,
+template <typename T>
+__global__ void channel_norm_forward(const T* __restrict__ x, const T* __restrict__ residual,
                                      const float* __restrict__ mask, const float* __restrict__ gamma,
-                                     const float* __restrict__ beta, float* __restrict__ y, float* __restrict__ mean_out,
+                                     const float* __restrict__ beta, T* __restrict__ y, float* __restrict__ mean_out,
                                      float* __restrict__ rstd_out, int64_t c, int64_t t, float eps) {
   __shared__ float shared[kGroups][kColumns + 1];
   const int64_t b = blockIdx.y, col = blockIdx.x * int64_t(kColumns) + threadIdx.x;
@@ -65,7 +72,7 @@ __global__ void channel_norm_forward(const float* __restrict__ x, const float* _
   const float m = mask != nullptr ? mask[b * t + col] : 1.0f;
   for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
     const float out = (input_at(x, residual, at + ch * t) - mean) * rstd * gamma[ch] + beta[ch];
-    y[at + ch * t] = mask != nullptr ? out * m : out;
+    y[at + ch * t] = from_float<T>(mask != nullptr ? out * m : out);
   }
   if (threadIdx.y == 0) {
     mean_out[b * t + col] = mean;
@@ -78,10 +85,11 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__global__ void channel_norm_backward(const float* __restrict__ grad_y, const float* __restrict__ x,
-                                      const float* __restrict__ residual, const float* __restrict__ mask,
+template <typename T>
+__global__ void channel_norm_backward(const T* __restrict__ grad_y, const T* __restrict__ x,
+                                      const T* __restrict__ residual, const float* __restrict__ mask,
                                       const float* __restrict__ gamma, const float* __restrict__ mean_in,
-                                      const float* __restrict__ rstd_in, float* __restrict__ grad_x,
+                                      const float* __restrict__ rstd_in, T* __restrict__ grad_x,
                                       float* __restrict__ grad_gamma_rows, float* __restrict__ grad_beta_rows,
                                       int64_t c, int64_t t) {
   __shared__ float shared[kGroups][kColumns + 1];
@@ -91,7 +99,7 @@ __global__ void channel_norm_backward(const float* __restrict__ grad_y, const fl
   const float mean = valid ? mean_in[b * t + col] : 0.0f, rstd = valid ? rstd_in[b * t + col] : 0.0f;
   // The output's gradient before the mask: zero in masked columns.
   const float m = valid && mask != nullptr ? mask[b * t + col] : 1.0f;
-  const auto grad_at = [&](int64_t i) { return mask != nullptr ? grad_y[i] * m : grad_y[i]; };
+  const auto grad_at = [&](int64_t i) { return mask != nullptr ? to_float(grad_y[i]) * m : to_float(grad_y[i]); };
   // One row of partial sums per block; each channel belongs to one warp (threadIdx.y), whose
   // 32 lanes are the block's columns.
   const int64_t row = (b * gridDim.x + blockIdx.x) * c;
@@ -112,7 +120,7 @@ __global__ void channel_norm_backward(const float* __restrict__ grad_y, const fl
   if (!valid) return;
   for (int64_t ch = threadIdx.y; ch < c; ch += kGroups) {
     const float x_hat = (input_at(x, residual, at + ch * t) - mean) * rstd;
-    grad_x[at + ch * t] = rstd * (grad_at(at + ch * t) * gamma[ch] - mean_g - x_hat * mean_g_x_hat);
+    grad_x[at + ch * t] = from_float<T>(rstd * (grad_at(at + ch * t) * gamma[ch] - mean_g - x_hat * mean_g_x_hat));
   }
 }
 
@@ -122,23 +130,37 @@ dim3 grid_of(int64_t b, int64_t t) {
 
 }  // namespace
 
-cudaError_t launch_channel_norm_forward(const float* x, const float* residual, const float* mask, const float* gamma,
-                                        const float* beta, float* y, float* mean, float* rstd, int64_t b, int64_t c,
+template <typename T>
+cudaError_t launch_channel_norm_forward(const T* x, const T* residual, const float* mask, const float* gamma,
+                                        const float* beta, T* y, float* mean, float* rstd, int64_t b, int64_t c,
                                         int64_t t, float eps, cudaStream_t stream) {
   if (b * c * t == 0) return cudaSuccess;
-  channel_norm_forward<<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(x, residual, mask, gamma, beta, y, mean,
+  channel_norm_forward<T><<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(x, residual, mask, gamma, beta, y, mean,
                                                                                rstd, c, t, eps);
   return cudaGetLastError();
 }
 
-cudaError_t launch_channel_norm_backward(const float* grad_y, const float* x, const float* residual, const float* mask,
-                                         const float* gamma, const float* mean, const float* rstd, float* grad_x,
+template <typename T>
+cudaError_t launch_channel_norm_backward(const T* grad_y, const T* x, const T* residual, const float* mask,
+                                         const float* gamma, const float* mean, const float* rstd, T* grad_x,
                                          float* grad_gamma_rows, float* grad_beta_rows, int64_t b, int64_t c,
                                          int64_t t, cudaStream_t stream) {
   if (b * c * t == 0) return cudaSuccess;
-  channel_norm_backward<<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(
+  channel_norm_backward<T><<<grid_of(b, t), dim3(kColumns, kGroups), 0, stream>>>(
       grad_y, x, residual, mask, gamma, mean, rstd, grad_x, grad_gamma_rows, grad_beta_rows, c, t);
   return cudaGetLastError();
 }
+
+#define MONOFLOW_CHANNEL_NORM(T)                                                                              \
+  template cudaError_t launch_channel_norm_forward<T>(const T*, const T*, const float*, const float*, const float*, \
+                                                      T*, float*, float*, int64_t, int64_t, int64_t, float,        \
+                                                      cudaStream_t);                                              \
+  template cudaError_t launch_channel_norm_backward<T>(const T*, const T*, const T*, const float*, const float*,   \
+                                                       const float*, const float*, T*, float*, float*, int64_t,    \
+                                                       int64_t, int64_t, cudaStream_t);
+MONOFLOW_CHANNEL_NORM(float)
+MONOFLOW_CHANNEL_NORM(__half)
+MONOFLOW_CHANNEL_NORM(__nv_bfloat16)
+#undef MONOFLOW_CHANNEL_NORM
 
 }  // namespace monoflow::models::kernels

@@ -13,7 +13,11 @@
 // uniform per weight from its flat index (philox_dropout.cuh), so backward regenerates the mask
 // and nothing but the softmax's output is kept. Arithmetic in float32, in the composite's order
 // (each term divided by the scale, then added), so that results match it to a few ulp.
+// v2 (this file): the rows in float, __half or __nv_bfloat16 (the text side under bf16
+// autocast), the arithmetic and the mask in float, each stored value rounded once.
 #include "models/kernels/rel_attention_kernels.h"
+
+#include "models/kernels/element_types.cuh"
 
 #include "models/kernels/philox_dropout.cuh"
 
@@ -51,28 +55,30 @@ struct Row {
 };
 
 // Zeroes the band slots whose key lies outside the row (near its ends).
-__device__ __forceinline__ void zero_band_outside(float* band, const Row& row, const RelativeRows& s, int lane) {
+template <typename T>
+__device__ __forceinline__ void zero_band_outside(T* band, const Row& row, const RelativeRows& s, int lane) {
   for (int64_t r = lane; r <= 2 * s.window; r += 32) {
     const int64_t j = row.i + r - s.window;
-    if (j < 0 || j >= s.length) band[row.band_at + r] = 0.0f;
+    if (j < 0 || j >= s.length) band[row.band_at + r] = from_float<T>(0.0f);
   }
 }
 
-__global__ void relative_softmax_forward(const float* __restrict__ scores, const float* __restrict__ rel,
-                                         const float* __restrict__ mask, float* __restrict__ weights,
-                                         float* __restrict__ dropped, float* __restrict__ band, RelativeRows s,
+template <typename T>
+__global__ void relative_softmax_forward(const T* __restrict__ scores, const T* __restrict__ rel,
+                                         const float* __restrict__ mask, T* __restrict__ weights,
+                                         T* __restrict__ dropped, T* __restrict__ band, RelativeRows s,
                                          PhiloxDropout dropout, int64_t rows) {
   const int lane = threadIdx.x % 32;
   const int64_t r0 = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
   if (r0 >= rows) return;
   const Dropout d = unpack(dropout);
   const Row row(r0, mask, s);
-  const float* z_row = scores + row.index * s.length;
+  const T* z_row = scores + row.index * s.length;
   const auto logit = [&](int64_t j) {
     if (row.mask[j] == 0.0f) return kMasked;
-    float z = z_row[j] / s.scale;
+    float z = to_float(z_row[j]) / s.scale;
     const int64_t b = row.band(j, s.window);
-    if (b >= 0) z += rel[row.band_at + b] / s.scale;
+    if (b >= 0) z += to_float(rel[row.band_at + b]) / s.scale;
     return z;
   };
   // Pass 1: the row's max and sum of exp, online per lane, then across the warp.
@@ -90,51 +96,52 @@ __global__ void relative_softmax_forward(const float* __restrict__ scores, const
   for (int o = 16; o > 0; o /= 2) row_max = fmaxf(row_max, __shfl_xor_sync(0xffffffffu, row_max, o));
   const float row_sum = warp_sum(sum * expf(m - row_max));
   // Pass 2: the weights, their dropout and the band.
-  float* w_row = weights + row.index * s.length;
-  float* p_row = dropped ? dropped + row.index * s.length : w_row;
+  T* w_row = weights + row.index * s.length;
+  T* p_row = dropped ? dropped + row.index * s.length : w_row;
   for (int64_t j = lane; j < s.length; j += 32) {
     const float w = expf(logit(j) - row_max) / row_sum;
-    w_row[j] = w;
+    w_row[j] = from_float<T>(w);
     float p = w;
     if (d.enabled) {
       p = keeps(d, static_cast<uint64_t>(row.index * s.length + j)) ? w * d.scale : 0.0f;
-      p_row[j] = p;
+      p_row[j] = from_float<T>(p);
     }
     const int64_t b = row.band(j, s.window);
-    if (b >= 0) band[row.band_at + b] = p;
+    if (b >= 0) band[row.band_at + b] = from_float<T>(p);
   }
   zero_band_outside(band, row, s, lane);
 }
 
-__global__ void relative_softmax_backward(float* __restrict__ grad, const float* __restrict__ grad_band,
-                                          const float* __restrict__ weights, const float* __restrict__ mask,
-                                          float* __restrict__ grad_rel, RelativeRows s, PhiloxDropout dropout,
+template <typename T>
+__global__ void relative_softmax_backward(T* __restrict__ grad, const T* __restrict__ grad_band,
+                                          const T* __restrict__ weights, const float* __restrict__ mask,
+                                          T* __restrict__ grad_rel, RelativeRows s, PhiloxDropout dropout,
                                           int64_t rows) {
   const int lane = threadIdx.x % 32;
   const int64_t r0 = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
   if (r0 >= rows) return;
   const Dropout d = unpack(dropout);
   const Row row(r0, mask, s);
-  float* g_row = grad + row.index * s.length;
-  const float* w_row = weights + row.index * s.length;
+  T* g_row = grad + row.index * s.length;
+  const T* w_row = weights + row.index * s.length;
   // dL/dweights: the products' gradient plus the band's, through dropout's mask.
   const auto grad_weight = [&](int64_t j) {
-    float g = g_row[j];
+    float g = to_float(g_row[j]);
     const int64_t b = row.band(j, s.window);
-    if (b >= 0) g += grad_band[row.band_at + b];
+    if (b >= 0) g += to_float(grad_band[row.band_at + b]);
     if (d.enabled) g = keeps(d, static_cast<uint64_t>(row.index * s.length + j)) ? g * d.scale : 0.0f;
     return g;
   };
   float dot = 0.0f;
-  for (int64_t j = lane; j < s.length; j += 32) dot += grad_weight(j) * w_row[j];
+  for (int64_t j = lane; j < s.length; j += 32) dot += grad_weight(j) * to_float(w_row[j]);
   dot = warp_sum(dot);
   // Softmax's backward, masked_fill's (no gradient where masked), then the scale's.
   for (int64_t j = lane; j < s.length; j += 32) {
-    const float dz = row.mask[j] == 0.0f ? 0.0f : w_row[j] * (grad_weight(j) - dot);
+    const float dz = row.mask[j] == 0.0f ? 0.0f : to_float(w_row[j]) * (grad_weight(j) - dot);
     const float ds = dz / s.scale;
-    g_row[j] = ds;
+    g_row[j] = from_float<T>(ds);
     const int64_t b = row.band(j, s.window);
-    if (b >= 0) grad_rel[row.band_at + b] = ds;
+    if (b >= 0) grad_rel[row.band_at + b] = from_float<T>(ds);
   }
   zero_band_outside(grad_rel, row, s, lane);
 }
@@ -143,25 +150,37 @@ int blocks_for(int64_t rows) { return static_cast<int>((rows + kWarps - 1) / kWa
 
 }  // namespace
 
-cudaError_t launch_relative_softmax_forward(const float* scores, const float* rel, const float* mask, float* weights,
-                                            float* dropped, float* band, RelativeRows rows, PhiloxDropout dropout,
+template <typename T>
+cudaError_t launch_relative_softmax_forward(const T* scores, const T* rel, const float* mask, T* weights, T* dropped,
+                                            T* band, RelativeRows rows, PhiloxDropout dropout,
                                             cudaStream_t stream) {
   const int64_t n = rows.batch * rows.heads * rows.length;
   if (n == 0) return cudaSuccess;
-  relative_softmax_forward<<<blocks_for(n), kWarps * 32, 0, stream>>>(scores, rel, mask, weights,
+  relative_softmax_forward<T><<<blocks_for(n), kWarps * 32, 0, stream>>>(scores, rel, mask, weights,
                                                                       dropout.enabled ? dropped : nullptr, band, rows,
                                                                       dropout, n);
   return cudaGetLastError();
 }
 
-cudaError_t launch_relative_softmax_backward(float* grad, const float* grad_band, const float* weights,
-                                             const float* mask, float* grad_rel, RelativeRows rows,
+template <typename T>
+cudaError_t launch_relative_softmax_backward(T* grad, const T* grad_band, const T* weights, const float* mask,
+                                             T* grad_rel, RelativeRows rows,
                                              PhiloxDropout dropout, cudaStream_t stream) {
   const int64_t n = rows.batch * rows.heads * rows.length;
   if (n == 0) return cudaSuccess;
-  relative_softmax_backward<<<blocks_for(n), kWarps * 32, 0, stream>>>(grad, grad_band, weights, mask, grad_rel, rows,
+  relative_softmax_backward<T><<<blocks_for(n), kWarps * 32, 0, stream>>>(grad, grad_band, weights, mask, grad_rel, rows,
                                                                        dropout, n);
   return cudaGetLastError();
 }
+
+#define MONOFLOW_RELATIVE_SOFTMAX(T)                                                                        \
+  template cudaError_t launch_relative_softmax_forward<T>(const T*, const T*, const float*, T*, T*, T*,      \
+                                                          RelativeRows, PhiloxDropout, cudaStream_t);        \
+  template cudaError_t launch_relative_softmax_backward<T>(T*, const T*, const T*, const float*, T*,         \
+                                                           RelativeRows, PhiloxDropout, cudaStream_t);
+MONOFLOW_RELATIVE_SOFTMAX(float)
+MONOFLOW_RELATIVE_SOFTMAX(__half)
+MONOFLOW_RELATIVE_SOFTMAX(__nv_bfloat16)
+#undef MONOFLOW_RELATIVE_SOFTMAX
 
 }  // namespace monoflow::models::kernels

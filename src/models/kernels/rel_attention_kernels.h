@@ -1,5 +1,6 @@
-// Host-callable launchers of the relative-position attention's row kernels (float32, raw device
-// pointers; rel_attention_cuda.cpp holds the torch side and the batched products around them).
+// Host-callable launchers of the relative-position attention's row kernels (rows of T: float,
+// __half or __nv_bfloat16, the mask and the arithmetic in float; raw device pointers;
+// rel_attention_cuda.cpp holds the torch side and the batched products around them).
 //
 // The attention of one head over l positions, with shared relative embeddings over a window of
 // +-w (the official attentions.py with window_size = w), is, per query row i:
@@ -27,14 +28,15 @@ struct RelativeRows {
 
 // weights = softmax(z) (saved for backward); dropped = dropout(weights), or nullptr without
 // dropout (then dropped is weights); band = B of `dropped`.
-cudaError_t launch_relative_softmax_forward(const float* scores, const float* rel, const float* mask, float* weights,
-                                            float* dropped, float* band, RelativeRows rows, PhiloxDropout dropout,
-                                            cudaStream_t stream);
+template <typename T>
+cudaError_t launch_relative_softmax_forward(const T* scores, const T* rel, const float* mask, T* weights, T* dropped,
+                                            T* band, RelativeRows rows, PhiloxDropout dropout, cudaStream_t stream);
 
 // grad: in, dL/d(dropped) from the products (dP); out, dL/dS (the gradient of the scores
 // before their scale), in place. grad_band: dL/dB. grad_rel: out, dL/dR.
-cudaError_t launch_relative_softmax_backward(float* grad, const float* grad_band, const float* weights,
-                                             const float* mask, float* grad_rel, RelativeRows rows,
-                                             PhiloxDropout dropout, cudaStream_t stream);
+template <typename T>
+cudaError_t launch_relative_softmax_backward(T* grad, const T* grad_band, const T* weights, const float* mask,
+                                             T* grad_rel, RelativeRows rows, PhiloxDropout dropout,
+                                             cudaStream_t stream);
 
 }  // namespace monoflow::models::kernels

@@ -218,6 +218,7 @@ std::vector<Field> make_fields() {
       checked("train.keep_checkpoints", positive<int>(), &C::train, &TS::keep_checkpoints),
       checked("train.max_nonfinite_steps", positive<int>(), &C::train, &TS::max_nonfinite_steps),
       field("train.allow_tf32", &C::train, &TS::allow_tf32),
+      field("train.autocast_text_side", &C::train, &TS::autocast_text_side),
 
       // The data section: data::DataOptions (with its MelOptions), text::TextOptions and the
       // loader's threads; their validate() checks the values (config_io.cpp: validate).

@@ -1,0 +1,31 @@
+#include "models/text_side_precision.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+namespace monoflow::models {
+namespace {
+
+std::atomic<bool>& setting() {
+  static std::atomic<bool> on = [] {
+    const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
+    const std::string text = value ? value : "";
+    return text.empty() ? kTextSideAutocastByDefault : text != "0";
+  }();
+  return on;
+}
+
+}  // namespace
+
+void set_text_side_autocast(bool on) { setting() = on; }
+bool text_side_autocast() { return setting().load(); }
+
+torch::ScalarType text_side_dtype(const torch::Tensor& like, torch::ScalarType otherwise) {
+  if (!like.is_cuda() || !text_side_autocast() || !at::autocast::is_autocast_enabled(at::kCUDA)) return otherwise;
+  return at::autocast::get_autocast_dtype(at::kCUDA);
+}
+
+}  // namespace monoflow::models
