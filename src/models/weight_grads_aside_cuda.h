@@ -15,7 +15,7 @@
 //   - `joined_weight(w)`: w itself, whose gradient makes the current stream wait for every
 //     weight gradient forked so far. Every weight the one above takes must come through it, so
 //     that a weight's gradient reaches its consumers only after a join. Made before the first
-//     layer (the decoder's BatchedWeights, conv_bias.h's AsideWeights), these joins run after
+//     layer (the decoder's BatchedWeights, conv_bias.h's StepWeights), these joins run after
 //     the layers' backward: autograd runs the latest-made ready node first.
 // Values are those of torch's own backward (the same cuDNN calls, on another stream).
 #pragma once
@@ -24,7 +24,7 @@
 
 namespace monoflow::models::cuda {
 
-// Where weight gradients go aside: kNone, kDecoder (the decoder's dilated convolutions) or kAll (also the text side's: models/conv_bias.h's AsideWeights), the default. At
+// Where weight gradients go aside: kNone, kDecoder (the decoder's dilated convolutions) or kAll (also the text side's: models/conv_bias.h's StepWeights), the default. At
 // start-up MONOFLOW_WEIGHT_GRADS_ASIDE=0 or =decoder in the environment picks the others; for
 // A/B timing, tests and debugging.
 enum class WeightGradsAside { kNone, kDecoder, kAll };
