@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "models/glow_tts.h"
+#include "models/text_side_precision.h"
 #include "small_model.h"
 #include "train/fused_adam.h"
 #include "train/graphed_step.h"
@@ -152,6 +153,33 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
     const auto& s = static_cast<const torch::optim::AdamParamState&>(*graph_opt.state().at(p.unsafeGetTensorImpl()));
     EXPECT_EQ(s.step(), 3);
   }
+}
+
+// Under bf16 autocast with the text side in bf16 too (models/text_side_precision.h): the replay
+// takes the same kernels as the eager step, so the same losses up to bf16 summation order and
+// the same alignment.
+TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepInBf16WithTheTextSideInBf16) {
+  struct TextSideOn {
+    bool was = models::text_side_autocast();
+    TextSideOn() { models::set_text_side_autocast(true); }
+    ~TextSideOn() { models::set_text_side_autocast(was); }
+  } text_side_on;
+  options.bf16 = true;
+  FusedAdam eager_opt(eager->parameters(), adam()), graph_opt(graphed->parameters(), adam());
+  GraphedTrainStep step(graphed, graph_opt, options, GraphBuckets{16, 64, 4});
+  for (int i = 0; i < 3; ++i) {
+    const data::Batch& b = batches[i % 2];
+    torch::manual_seed(200 + i);
+    const StepResult g = step.step(b, 1e-3, i + 1);
+    torch::manual_seed(200 + i);
+    const StepResult e = train_step(eager, eager_opt, step.inputs(), 1e-3, options);
+    ASSERT_TRUE(e.finite);
+    EXPECT_LT(relative_difference(g.loss_mle, e.loss_mle), 1e-3) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.loss_dur, e.loss_dur), 1e-3) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.grad_norm, e.grad_norm), 1e-2) << "step " << i + 1;
+    EXPECT_TRUE(torch::equal(g.out.durations.cpu(), e.out.durations.cpu())) << "step " << i + 1;
+  }
+  EXPECT_EQ(step.status().skipped, 0);
 }
 
 TEST_F(GraphedStepCuda, NonFiniteLossSkipsTheUpdateOnTheDevice) {

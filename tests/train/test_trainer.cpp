@@ -209,7 +209,7 @@ TEST(Trainer, SigtermSavesACheckpointAndStops) {
 // On a GPU: every CUDA-visible backend trains the same first step (identical MAS paths give
 // identical losses; eager steps, so that no backend's batch is padded to a graph bucket:
 // padding moves the dropout masks), --compare-align finds no disagreement over several
-// graphed steps, bf16 runs.
+// graphed steps, bf16 runs (with the text side in bf16 too).
 TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
   TempDir dir;
@@ -225,7 +225,7 @@ TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
   for (const auto& [backend, loss] : first_loss) EXPECT_EQ(loss, first_loss.at("cpu")) << backend;
   const RunSummary s = run(testing::tiny_config(corpus(), dir / "compare", 6,
                                                 {"run.device=cuda", "train.use_cuda=true", "run.compare_align=true",
-                                                 "train.fp16_run=true"}));
+                                                 "train.fp16_run=true", "train.autocast_text_side=true"}));
   EXPECT_EQ(s.step, 6);
   const auto m = training_metrics(dir / "compare");
   EXPECT_TRUE(std::isfinite(m.at(6).at("loss/mle")));
