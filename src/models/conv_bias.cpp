@@ -102,8 +102,14 @@ torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x
 StepWeights::StepWeights(torch::nn::Module& module, const torch::Tensor& like, torch::ScalarType dtype,
                          const std::vector<torch::Tensor>& other_params)
     : outer_(current_step) {
+  // This scope becomes the thread's current one at the end, once nothing here can throw any
+  // more (a throw skips the destructor, which would leave a dangling current_step).
+  if (like.is_cuda()) make_weights(module, dtype, other_params);
   current_step = this;
-  if (!like.is_cuda()) return;
+}
+
+void StepWeights::make_weights(torch::nn::Module& module, torch::ScalarType dtype,
+                               const std::vector<torch::Tensor>& other_params) {
   std::vector<const torch::nn::Conv1dImpl*> convs;
   std::vector<torch::Tensor> params;
   for (const auto& m : module.modules(/*include_self=*/false)) {

@@ -42,6 +42,8 @@ class StepWeights {
   static torch::Tensor cast_of(const torch::Tensor& param);
 
  private:
+  void make_weights(torch::nn::Module& module, torch::ScalarType dtype, const std::vector<torch::Tensor>& other_params);
+
   std::unordered_map<const torch::nn::Conv1dImpl*, Weight> weights_;
   std::unordered_map<const c10::TensorImpl*, torch::Tensor> casts_;
   StepWeights* outer_;

@@ -13,7 +13,9 @@ std::atomic<bool>& setting() {
   static std::atomic<bool> on = [] {
     const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
     const std::string text = value ? value : "";
-    return text.empty() ? kTextSideAutocastByDefault : text != "0";
+    if (text == "1" || text == "true" || text == "on") return true;
+    if (text == "0" || text == "false" || text == "off") return false;
+    return kTextSideAutocastByDefault;
   }();
   return on;
 }
@@ -25,7 +27,9 @@ bool text_side_autocast() { return setting().load(); }
 
 torch::ScalarType text_side_dtype(const torch::Tensor& like, torch::ScalarType otherwise) {
   if (!like.is_cuda() || !text_side_autocast() || !at::autocast::is_autocast_enabled(at::kCUDA)) return otherwise;
-  return at::autocast::get_autocast_dtype(at::kCUDA);
+  // bf16 only: fp16 would need loss scaling, and the trainer's autocast is bf16.
+  const auto dtype = at::autocast::get_autocast_dtype(at::kCUDA);
+  return dtype == torch::kBFloat16 ? dtype : otherwise;
 }
 
 }  // namespace monoflow::models

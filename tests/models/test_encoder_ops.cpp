@@ -202,39 +202,48 @@ TEST(EncoderOps, ConvActEqualsTheOfficialOpsWithoutDropout) {
 // passes the gradient exactly where the forward kept a value (ReLU: where the output is > 0),
 // the bias's gradient being its sum. Rows of odd length take the kernel's element-wise path,
 // rows of a multiple of 4 its 16-byte one.
+// In bf16 (the text side under autocast) the same, each value within one bf16 step of float's.
 TEST(EncoderOps, BiasActCudaDropoutKeepsAndPassesTheSameElements) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const double p = 0.3;
-  for (const int64_t t : {37, 180}) {
-    for (const bool relu : {false, true}) {
-      SCOPED_TRACE("T " + std::to_string(t) + (relu ? " relu" : ""));
-      const int64_t b = 8, c = 96;
-      auto y = torch::randn({b, c, t}, torch::kCUDA).requires_grad_(true);
-      auto bias = (torch::randn({c}, torch::kCUDA) * 0.1).requires_grad_(true);
-      std::vector<int64_t> lengths{t, t / 2, 1, t, t - 3, t, 2, t};
-      auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor(lengths).view({b, 1, 1})).to(torch::kFloat).cuda();
-      ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
-      torch::cuda::manual_seed(21);
-      auto out = cuda::bias_act(y, bias, mask, relu, p);
-      torch::cuda::manual_seed(21);
-      EXPECT_TRUE(torch::equal(out, cuda::bias_act(y, bias, mask, relu, p)));
-      auto plain = (relu ? torch::relu(y + bias.view({1, -1, 1})) : y + bias.view({1, -1, 1})) * mask;
-      auto kept = (out != 0).logical_and(plain != 0);
-      const auto dropped_or_zero = (out == 0);
-      EXPECT_TRUE(kept.logical_or(dropped_or_zero).all().item<bool>());
-      EXPECT_LT(max_abs_diff(torch::where(kept, out, torch::zeros_like(out)),
-                             torch::where(kept, plain / (1 - p), torch::zeros_like(out))),
-                1e-5);
-      const double share = kept.sum().item<double>() / (plain != 0).sum().item<double>();
-      EXPECT_NEAR(share, 1 - p, 0.02);
-      auto g = torch::randn({b, c, t}, torch::kCUDA);
-      auto grads = torch::autograd::grad({out}, {y, bias}, {g});
-      auto expected = torch::where(kept, g / (1 - p), torch::zeros_like(g));
-      // Without ReLU a kept element whose value is 0 (masked out) still has no gradient, as
-      // the mask's product says; where plain is 0 only through ReLU, none either.
-      EXPECT_LT(max_abs_diff(grads[0], expected), 1e-5);
-      EXPECT_LT(max_abs_diff(grads[1], grads[0].sum(at::IntArrayRef{0, 2})),
-                1e-4 * std::max(1.0, grads[1].abs().max().item<double>()));
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    // bf16: half a step of values below 16 (these stay below ~8: randn / 0.7)
+    const double tolerance = dtype == torch::kFloat ? 1e-5 : std::pow(2.0, -5);
+    for (const int64_t t : {37, 180}) {
+      for (const bool relu : {false, true}) {
+        SCOPED_TRACE("T " + std::to_string(t) + (relu ? " relu " : " ") + c10::toString(dtype));
+        const int64_t b = 8, c = 96;
+        auto y = torch::randn({b, c, t}, torch::kCUDA).to(dtype).requires_grad_(true);
+        auto bias = (torch::randn({c}, torch::kCUDA) * 0.1).requires_grad_(true);
+        std::vector<int64_t> lengths{t, t / 2, 1, t, t - 3, t, 2, t};
+        auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor(lengths).view({b, 1, 1})).to(torch::kFloat).cuda();
+        ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
+        torch::cuda::manual_seed(21);
+        auto out = cuda::bias_act(y, bias, mask, relu, p);
+        torch::cuda::manual_seed(21);
+        EXPECT_TRUE(torch::equal(out, cuda::bias_act(y, bias, mask, relu, p)));
+        const auto y32 = y.detach().to(torch::kFloat);
+        auto plain = (relu ? torch::relu(y32 + bias.view({1, -1, 1})) : y32 + bias.view({1, -1, 1})) * mask;
+        auto kept = (out != 0).logical_and(plain != 0);
+        const auto dropped_or_zero = (out == 0);
+        EXPECT_TRUE(kept.logical_or(dropped_or_zero).all().item<bool>());
+        EXPECT_LT(max_abs_diff(torch::where(kept, out.to(torch::kFloat), torch::zeros_like(plain)),
+                               torch::where(kept, plain / (1 - p), torch::zeros_like(plain))),
+                  tolerance);
+        const double share = kept.sum().item<double>() / (plain != 0).sum().item<double>();
+        EXPECT_NEAR(share, 1 - p, 0.02);
+        auto g = torch::randn({b, c, t}, torch::kCUDA).to(dtype);
+        auto grads = torch::autograd::grad({out}, {y, bias}, {g});
+        const auto g32 = g.to(torch::kFloat);
+        auto expected = torch::where(kept, g32 / (1 - p), torch::zeros_like(g32));
+        // Without ReLU a kept element whose value is 0 (masked out) still has no gradient, as
+        // the mask's product says; where plain is 0 only through ReLU, none either.
+        EXPECT_LT(max_abs_diff(grads[0], expected), tolerance);
+        // The bias's gradient sums the gradient before its rounding to the dtype.
+        EXPECT_EQ(grads[1].scalar_type(), torch::kFloat);
+        EXPECT_LT(max_abs_diff(grads[1], expected.sum(at::IntArrayRef{0, 2})),
+                  1e-4 * std::max(1.0, grads[1].abs().max().item<double>()));
+      }
     }
   }
 }
@@ -251,58 +260,62 @@ double bf16_step_excess(const torch::Tensor& got, const torch::Tensor& want_floa
   return ((got.to(torch::kDouble) - want).abs() - step).max().item<double>();
 }
 
+// Rows of 37 take the kernels' element-wise path, rows of 40 bias_act's 8-byte one.
 TEST(EncoderOps, Bf16LayerNormAndEpilogueRoundTheFloatOpsOnce) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const int64_t b = 4, c = 48, t = 37;
-  torch::manual_seed(8);
-  const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{20}, int64_t{1}, int64_t{33}}).view({b, 1, 1}))
-                        .to(torch::kFloat)
-                        .cuda();
-  const auto bf16 = [](const torch::Tensor& x) { return x.to(torch::kBFloat16).detach().requires_grad_(true); };
-  const auto as_float = [](const torch::Tensor& x) { return x.detach().to(torch::kFloat).requires_grad_(true); };
-  {
-    SCOPED_TRACE("layer norm");
-    LayerNorm norm = norm_with_random_affine(c, torch::kCUDA);
-    auto x = bf16(torch::randn({b, c, t}, torch::kCUDA) * 2 + 1), r = bf16(torch::randn({b, c, t}, torch::kCUDA));
-    ASSERT_TRUE(cuda::fused_channel_norm_applies(x, norm->gamma, norm->beta, r, mask));
-    auto x32 = as_float(x), r32 = as_float(r);
-    const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
-    const auto y = norm->forward(x, r, mask);
-    const auto y32 = layer_norm_composite(x32 + r32, norm->gamma, norm->beta, 1e-4) * mask;
-    EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
-    EXPECT_LE(bf16_step_excess(y, y32), 0.0);
-    const std::vector<torch::Tensor> ins{x, r, norm->gamma, norm->beta}, ins32{x32, r32, norm->gamma, norm->beta};
-    const auto grads = torch::autograd::grad({y}, ins, {g});
-    const auto grads32 = torch::autograd::grad({y32}, ins32, {g.to(torch::kFloat)});
-    EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
-    EXPECT_LE(bf16_step_excess(grads[0], grads32[0]), 0.0);
-    EXPECT_TRUE(torch::equal(grads[1], grads[0]));
-    for (size_t i = 2; i < 4; ++i) {
-      EXPECT_EQ(grads[i].scalar_type(), torch::kFloat);
-      EXPECT_LT(max_abs_diff(grads[i], grads32[i]), 1e-4 * std::max(1.0, grads32[i].abs().max().item<double>())) << i;
+  for (const int64_t t : {37, 40}) {
+    SCOPED_TRACE("T " + std::to_string(t));
+    const int64_t b = 4, c = 48;
+    torch::manual_seed(8);
+    const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{20}, int64_t{1}, int64_t{33}}).view({b, 1, 1}))
+                          .to(torch::kFloat)
+                          .cuda();
+    const auto bf16 = [](const torch::Tensor& x) { return x.to(torch::kBFloat16).detach().requires_grad_(true); };
+    const auto as_float = [](const torch::Tensor& x) { return x.detach().to(torch::kFloat).requires_grad_(true); };
+    {
+      SCOPED_TRACE("layer norm");
+      LayerNorm norm = norm_with_random_affine(c, torch::kCUDA);
+      auto x = bf16(torch::randn({b, c, t}, torch::kCUDA) * 2 + 1), r = bf16(torch::randn({b, c, t}, torch::kCUDA));
+      ASSERT_TRUE(cuda::fused_channel_norm_applies(x, norm->gamma, norm->beta, r, mask));
+      auto x32 = as_float(x), r32 = as_float(r);
+      const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
+      const auto y = norm->forward(x, r, mask);
+      const auto y32 = layer_norm_composite(x32 + r32, norm->gamma, norm->beta, 1e-4) * mask;
+      EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+      EXPECT_LE(bf16_step_excess(y, y32), 0.0);
+      const std::vector<torch::Tensor> ins{x, r, norm->gamma, norm->beta}, ins32{x32, r32, norm->gamma, norm->beta};
+      const auto grads = torch::autograd::grad({y}, ins, {g});
+      const auto grads32 = torch::autograd::grad({y32}, ins32, {g.to(torch::kFloat)});
+      EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
+      EXPECT_LE(bf16_step_excess(grads[0], grads32[0]), 0.0);
+      EXPECT_TRUE(torch::equal(grads[1], grads[0]));
+      for (size_t i = 2; i < 4; ++i) {
+        EXPECT_EQ(grads[i].scalar_type(), torch::kFloat);
+        EXPECT_LT(max_abs_diff(grads[i], grads32[i]), 1e-4 * std::max(1.0, grads32[i].abs().max().item<double>())) << i;
+      }
     }
-  }
-  for (const bool relu : {false, true}) {
-    SCOPED_TRACE(relu ? "epilogue, relu" : "epilogue");
-    auto y = bf16(torch::randn({b, c, t}, torch::kCUDA));
-    auto bias = (torch::randn({c}, torch::kCUDA) * 0.3).requires_grad_(true);
-    ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
-    auto y32 = as_float(y);
-    const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
-    const auto out = cuda::bias_act(y, bias, mask, relu, 0.0);
-    auto out32 = y32 + bias.view({1, -1, 1});
-    if (relu) out32 = torch::relu(out32);
-    out32 = out32 * mask;
-    EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
-    EXPECT_LE(bf16_step_excess(out, out32), 0.0);
-    const auto grads = torch::autograd::grad({out}, {y, bias}, {g});
-    const auto grads32 = torch::autograd::grad({out32}, {y32, bias}, {g.to(torch::kFloat)});
-    EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
-    EXPECT_EQ(grads[1].scalar_type(), torch::kFloat);
-    // Where ReLU passed a value too small to keep in bf16, the kernel passes no gradient.
-    const auto passed = relu ? (out != 0).logical_or(mask.expand_as(out) == 0) : torch::ones_like(out, torch::kBool);
-    EXPECT_LE(bf16_step_excess(grads[0].masked_select(passed), grads32[0].masked_select(passed)), 0.0);
-    EXPECT_LT(max_abs_diff(grads[1], grads32[1]), 1e-4 * std::max(1.0, grads32[1].abs().max().item<double>()));
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE(relu ? "epilogue, relu" : "epilogue");
+      auto y = bf16(torch::randn({b, c, t}, torch::kCUDA));
+      auto bias = (torch::randn({c}, torch::kCUDA) * 0.3).requires_grad_(true);
+      ASSERT_TRUE(cuda::fused_bias_act_applies(y, bias, mask));
+      auto y32 = as_float(y);
+      const auto g = torch::randn({b, c, t}, torch::kCUDA).to(torch::kBFloat16);
+      const auto out = cuda::bias_act(y, bias, mask, relu, 0.0);
+      auto out32 = y32 + bias.view({1, -1, 1});
+      if (relu) out32 = torch::relu(out32);
+      out32 = out32 * mask;
+      EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+      EXPECT_LE(bf16_step_excess(out, out32), 0.0);
+      const auto grads = torch::autograd::grad({out}, {y, bias}, {g});
+      const auto grads32 = torch::autograd::grad({out32}, {y32, bias}, {g.to(torch::kFloat)});
+      EXPECT_EQ(grads[0].scalar_type(), torch::kBFloat16);
+      EXPECT_EQ(grads[1].scalar_type(), torch::kFloat);
+      // The kernel reads which elements ReLU passed from its bf16 output (> 0); compared there.
+      const auto passed = relu ? (out != 0).logical_or(mask.expand_as(out) == 0) : torch::ones_like(out, torch::kBool);
+      EXPECT_LE(bf16_step_excess(grads[0].masked_select(passed), grads32[0].masked_select(passed)), 0.0);
+      EXPECT_LT(max_abs_diff(grads[1], grads32[1]), 1e-4 * std::max(1.0, grads32[1].abs().max().item<double>()));
+    }
   }
 }
 #endif  // MONOFLOW_HAS_CUDA

@@ -28,17 +28,24 @@ class TextSideSetting {
   bool was_;
 };
 
-// bf16 autocast on CUDA while alive.
+// bf16 autocast on CUDA while alive; the previous state restored.
 class CudaBf16Autocast {
  public:
-  CudaBf16Autocast() {
+  CudaBf16Autocast()
+      : was_enabled_(at::autocast::is_autocast_enabled(at::kCUDA)),
+        was_dtype_(at::autocast::get_autocast_dtype(at::kCUDA)) {
     at::autocast::set_autocast_enabled(at::kCUDA, true);
     at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
   }
   ~CudaBf16Autocast() {
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::set_autocast_enabled(at::kCUDA, was_enabled_);
+    at::autocast::set_autocast_dtype(at::kCUDA, was_dtype_);
     at::autocast::clear_cache();
   }
+
+ private:
+  bool was_enabled_;
+  at::ScalarType was_dtype_;
 };
 
 TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
@@ -52,6 +59,9 @@ TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
     if (torch::cuda::is_available()) {
       const auto gpu = cpu.cuda();
       EXPECT_EQ(text_side_dtype(gpu, torch::kFloat), torch::kBFloat16);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kHalf);  // fp16 would need loss scaling: not followed
+      EXPECT_EQ(text_side_dtype(gpu, torch::kFloat), torch::kFloat);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
       set_text_side_autocast(false);
       EXPECT_EQ(text_side_dtype(gpu, torch::kFloat), torch::kFloat);
     }

@@ -16,6 +16,7 @@
 #include "model_test_util.h"
 #include "models/glow_tts.h"
 #include "models/losses.h"
+#include "models/text_side_precision.h"
 #include "models/weight_grads_aside_cuda.h"
 #endif
 
@@ -191,70 +192,79 @@ TEST_P(WeightGradsAsideCuda, RecordIntoACudaGraphAndReplayTheSameGradients) {
 // A training step of a small model (both sides' convolutions, their joins where autograd puts
 // them) with every weight gradient aside, with the decoder's only, and with none (before and
 // after: the step itself is deterministic here): the same gradient for every parameter, bit for
-// bit, in float32 and under bf16 autocast.
+// bit, in float32 and under bf16 autocast, there with the text side in float32 and in bf16
+// (models/text_side_precision.h: its weights' joins then sit on views of one cast).
 TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const Deterministic deterministic;
   const bool bf16 = GetParam() == torch::kBFloat16;
-  torch::manual_seed(5);
-  const auto o = testing::tiny_options().p_dropout(0.0).p_dropout_dec(0.0);
-  GlowTTS model(o);
-  testing::randomize(*model);
-  model->to(torch::kCUDA);
-  model->train();
-  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-  const auto text = torch::randint(1, o.n_vocab(), {2, 9}, cuda.dtype(torch::kLong));
-  const auto text_lengths = torch::tensor({9, 6}, cuda.dtype(torch::kLong));
-  const auto mel = torch::randn({2, o.out_channels(), 40}, cuda);
-  const auto mel_lengths = torch::tensor({40, 28}, cuda.dtype(torch::kLong));
-  align::MasOptions mas;
-  mas.backend = align::Backend::kCpu;
+  const struct RestoreTextSide {
+    bool was = text_side_autocast();
+    ~RestoreTextSide() { set_text_side_autocast(was); }
+  } restore_text_side;
+  for (const bool text_side_bf16 : bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    SCOPED_TRACE(text_side_bf16 ? "text side in bf16" : "text side in float32");
+    set_text_side_autocast(text_side_bf16);
+    torch::manual_seed(5);
+    const auto o = testing::tiny_options().p_dropout(0.0).p_dropout_dec(0.0);
+    GlowTTS model(o);
+    testing::randomize(*model);
+    model->to(torch::kCUDA);
+    model->train();
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+    const auto text = torch::randint(1, o.n_vocab(), {2, 9}, cuda.dtype(torch::kLong));
+    const auto text_lengths = torch::tensor({9, 6}, cuda.dtype(torch::kLong));
+    const auto mel = torch::randn({2, o.out_channels(), 40}, cuda);
+    const auto mel_lengths = torch::tensor({40, 28}, cuda.dtype(torch::kLong));
+    align::MasOptions mas;
+    mas.backend = align::Backend::kCpu;
 
-  std::vector<std::vector<torch::Tensor>> grads;
-  std::vector<int64_t> forked;
-  std::vector<std::string> names;
-  // A first step whose gradients are not compared (cuDNN's and cuBLAS's set-up).
-  for (const auto where : {cuda::WeightGradsAside::kNone, cuda::WeightGradsAside::kNone,
-                           cuda::WeightGradsAside::kDecoder, cuda::WeightGradsAside::kAll,
-                           cuda::WeightGradsAside::kNone}) {
-    cuda::set_weight_grads_aside(where);
-    const int64_t forks_before = cuda::weight_grads_forked();
-    model->zero_grad();
-    torch::manual_seed(6);  // the prenet's dropout (p = 0.5 whatever the options) draws the same masks
-    if (bf16) {
-      at::autocast::set_autocast_enabled(at::kCUDA, true);
-      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    std::vector<std::vector<torch::Tensor>> grads;
+    std::vector<int64_t> forked;
+    std::vector<std::string> names;
+    // A first step whose gradients are not compared (cuDNN's and cuBLAS's set-up).
+    for (const auto where : {cuda::WeightGradsAside::kNone, cuda::WeightGradsAside::kNone,
+                             cuda::WeightGradsAside::kDecoder, cuda::WeightGradsAside::kAll,
+                             cuda::WeightGradsAside::kNone}) {
+      cuda::set_weight_grads_aside(where);
+      const int64_t forks_before = cuda::weight_grads_forked();
+      model->zero_grad();
+      torch::manual_seed(6);  // the prenet's dropout (p = 0.5 whatever the options) draws the same masks
+      if (bf16) {
+        at::autocast::set_autocast_enabled(at::kCUDA, true);
+        at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+      }
+      const auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas);
+      const auto loss = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
+                        duration_loss(out.logw, out.logw_, text_lengths);
+      if (bf16) {
+        at::autocast::set_autocast_enabled(at::kCUDA, false);
+        at::autocast::clear_cache();
+      }
+      loss.backward();
+      forked.push_back(cuda::weight_grads_forked() - forks_before);
+      grads.emplace_back();
+      names.clear();
+      for (const auto& p : model->named_parameters()) {
+        if (!p.value().grad().defined()) continue;
+        names.push_back(p.key());
+        grads.back().push_back(p.value().grad().clone());
+      }
     }
-    const auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas);
-    const auto loss = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
-                      duration_loss(out.logw, out.logw_, text_lengths);
-    if (bf16) {
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      at::autocast::clear_cache();
-    }
-    loss.backward();
-    forked.push_back(cuda::weight_grads_forked() - forks_before);
-    grads.emplace_back();
-    names.clear();
-    for (const auto& p : model->named_parameters()) {
-      if (!p.value().grad().defined()) continue;
-      names.push_back(p.key());
-      grads.back().push_back(p.value().grad().clone());
-    }
-  }
-  // None aside, the decoder's 2 x 2 dilated convolutions, then also the text side's 25
-  // (prenet 3 + 1, encoder 2 x 6, proj_m, proj_s, duration predictor 3, ... as tiny_options has them).
-  EXPECT_EQ(forked[0], 0);
-  EXPECT_EQ(forked[1], 0);
-  EXPECT_EQ(forked[2], o.n_blocks_dec() * o.n_block_layers());
-  EXPECT_GT(forked[3], forked[2] + 10);
-  EXPECT_EQ(forked[4], 0);
-  ASSERT_GT(names.size(), 40u);
-  for (size_t run = 2; run < grads.size(); ++run) {
-    ASSERT_EQ(grads[run].size(), grads[1].size());
-    for (size_t i = 0; i < names.size(); ++i) {
-      SCOPED_TRACE(names[i] + ", run " + std::to_string(run));
-      EXPECT_TRUE(torch::equal(grads[run][i], grads[1][i]));
+    // None aside, the decoder's 2 x 2 dilated convolutions, then also the text side's 25
+    // (prenet 3 + 1, encoder 2 x 6, proj_m, proj_s, duration predictor 3, ... as tiny_options has them).
+    EXPECT_EQ(forked[0], 0);
+    EXPECT_EQ(forked[1], 0);
+    EXPECT_EQ(forked[2], o.n_blocks_dec() * o.n_block_layers());
+    EXPECT_GT(forked[3], forked[2] + 10);
+    EXPECT_EQ(forked[4], 0);
+    ASSERT_GT(names.size(), 40u);
+    for (size_t run = 2; run < grads.size(); ++run) {
+      ASSERT_EQ(grads[run].size(), grads[1].size());
+      for (size_t i = 0; i < names.size(); ++i) {
+        SCOPED_TRACE(names[i] + ", run " + std::to_string(run));
+        EXPECT_TRUE(torch::equal(grads[run][i], grads[1][i]));
+      }
     }
   }
 }

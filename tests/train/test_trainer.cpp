@@ -223,12 +223,16 @@ TEST(TrainerGpu, BackendsAgreeAndCompareAlignPasses) {
     first_loss[backend] = training_metrics(run_dir).at(1).at("loss/mle");
   }
   for (const auto& [backend, loss] : first_loss) EXPECT_EQ(loss, first_loss.at("cpu")) << backend;
-  const RunSummary s = run(testing::tiny_config(corpus(), dir / "compare", 6,
-                                                {"run.device=cuda", "train.use_cuda=true", "run.compare_align=true",
-                                                 "train.fp16_run=true", "train.autocast_text_side=true"}));
-  EXPECT_EQ(s.step, 6);
-  const auto m = training_metrics(dir / "compare");
-  EXPECT_TRUE(std::isfinite(m.at(6).at("loss/mle")));
+  for (const std::string text_side : {"false", "true"}) {
+    SCOPED_TRACE("train.autocast_text_side=" + text_side);
+    const std::string run_dir = dir / ("compare-" + text_side);
+    const RunSummary s = run(testing::tiny_config(corpus(), run_dir, 6,
+                                                  {"run.device=cuda", "train.use_cuda=true", "run.compare_align=true",
+                                                   "train.fp16_run=true", "train.autocast_text_side=" + text_side}));
+    EXPECT_EQ(s.step, 6);
+    const auto m = training_metrics(run_dir);
+    EXPECT_TRUE(std::isfinite(m.at(6).at("loss/mle")));
+  }
 }
 
 // A non-finite loss skips the update: weights and optimizer state stay as they were.
