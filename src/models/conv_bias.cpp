@@ -1,6 +1,7 @@
 #include "models/conv_bias.h"
 
 #include "models/dropout.h"
+#include "models/modules.h"
 
 #ifdef MONOFLOW_HAS_CUDA
 #include "models/bias_act_cuda.h"
@@ -92,7 +93,7 @@ torch::Tensor conv1d_act(torch::nn::Conv1dImpl& conv, const torch::Tensor& x, co
   auto out = y.defined() ? add_channel_bias(y, conv.bias) : conv.forward(x);
   if (relu) out = torch::relu(out);
   out = models::dropout(out, p, training);
-  return mask.defined() ? out * mask.to(out.scalar_type()) : out;
+  return mask.defined() ? masked(out, mask) : out;
 }
 
 torch::Tensor conv1d_forward(torch::nn::Conv1dImpl& conv, const torch::Tensor& x) {

@@ -19,6 +19,18 @@ inline constexpr bool kTextSideAutocastByDefault = false;
 void set_text_side_autocast(bool on);
 bool text_side_autocast();
 
+// The setting `on` while alive, the previous one restored however the scope ends.
+class TextSideAutocastScope {
+ public:
+  explicit TextSideAutocastScope(bool on) : was_(text_side_autocast()) { set_text_side_autocast(on); }
+  ~TextSideAutocastScope() { set_text_side_autocast(was_); }
+  TextSideAutocastScope(const TextSideAutocastScope&) = delete;
+  TextSideAutocastScope& operator=(const TextSideAutocastScope&) = delete;
+
+ private:
+  bool was_;
+};
+
 // The dtype the text side runs in for input `like`: bf16 where `like` is on a GPU, CUDA autocast
 // is on in bf16 and so is the setting; `otherwise` (its parameters' dtype) else.
 torch::ScalarType text_side_dtype(const torch::Tensor& like, torch::ScalarType otherwise);

@@ -1,6 +1,7 @@
 // Shared helpers of the model tests.
 #pragma once
 
+#include <ATen/Context.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -13,6 +14,33 @@
 namespace monoflow::models::testing {
 
 inline std::string data_path(const std::string& name) { return std::string(MONOFLOW_MODELS_TEST_DATA) + "/" + name; }
+
+// While alive: cuDNN's deterministic algorithms without its benchmark search (two runs of one
+// call give one result) and no TF32 (float32 is float32); the settings restored afterwards.
+class ExactCuda {
+ public:
+  ExactCuda()
+      : deterministic_(at::globalContext().deterministicCuDNN()),
+        benchmark_(at::globalContext().benchmarkCuDNN()),
+        tf32_cudnn_(at::globalContext().allowTF32CuDNN()),
+        tf32_cublas_(at::globalContext().allowTF32CuBLAS()) {
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
+  ~ExactCuda() {
+    at::globalContext().setDeterministicCuDNN(deterministic_);
+    at::globalContext().setBenchmarkCuDNN(benchmark_);
+    at::globalContext().setAllowTF32CuDNN(tf32_cudnn_);
+    at::globalContext().setAllowTF32CuBLAS(tf32_cublas_);
+  }
+  ExactCuda(const ExactCuda&) = delete;
+  ExactCuda& operator=(const ExactCuda&) = delete;
+
+ private:
+  bool deterministic_, benchmark_, tf32_cudnn_, tf32_cublas_;
+};
 
 // The CPU, and the GPU where there is one: the devices a test compares on.
 inline std::vector<torch::Device> devices() {

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
@@ -17,16 +16,6 @@
 
 namespace monoflow::models {
 namespace {
-
-// The setting, restored when the test ends however it ends.
-class TextSideSetting {
- public:
-  explicit TextSideSetting(bool on) : was_(text_side_autocast()) { set_text_side_autocast(on); }
-  ~TextSideSetting() { set_text_side_autocast(was_); }
-
- private:
-  bool was_;
-};
 
 // bf16 autocast on CUDA while alive; the previous state restored.
 class CudaBf16Autocast {
@@ -49,7 +38,7 @@ class CudaBf16Autocast {
 };
 
 TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
-  const TextSideSetting on(true);
+  const TextSideAutocastScope on(true);
   const auto cpu = torch::zeros({2}, torch::kLong);
   EXPECT_EQ(text_side_dtype(cpu, torch::kFloat), torch::kFloat);
   EXPECT_EQ(text_side_dtype(cpu, torch::kDouble), torch::kDouble);
@@ -68,28 +57,6 @@ TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
   }
   if (torch::cuda::is_available()) EXPECT_EQ(text_side_dtype(cpu.cuda(), torch::kFloat), torch::kFloat);
 }
-
-// cuDNN's deterministic algorithms and no TF32, so that a float32 run repeats to the bit and
-// is float32; the settings restored at the end.
-class ExactCuda {
- public:
-  ExactCuda()
-      : deterministic_(at::globalContext().deterministicCuDNN()),
-        tf32_cudnn_(at::globalContext().allowTF32CuDNN()),
-        tf32_cublas_(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setDeterministicCuDNN(true);
-    at::globalContext().setAllowTF32CuDNN(false);
-    at::globalContext().setAllowTF32CuBLAS(false);
-  }
-  ~ExactCuda() {
-    at::globalContext().setDeterministicCuDNN(deterministic_);
-    at::globalContext().setAllowTF32CuDNN(tf32_cudnn_);
-    at::globalContext().setAllowTF32CuBLAS(tf32_cublas_);
-  }
-
- private:
-  bool deterministic_, tf32_cudnn_, tf32_cublas_;
-};
 
 struct EncoderRun {
   std::vector<torch::Tensor> outputs;  // x_m, x_logs, logw
@@ -136,7 +103,7 @@ double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
 // its size counts as 1% of the largest parameter gradient's.
 TEST(TextSidePrecision, TheEncoderUnderBf16AutocastStaysWithinBf16ErrorOfFloat32) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  const ExactCuda exact;
+  const testing::ExactCuda exact;
   torch::manual_seed(9);
   const auto o = testing::tiny_options().hidden_channels(32).hidden_channels_enc(32).filter_channels(64)
                      .filter_channels_dp(32).n_heads(2);
@@ -148,7 +115,7 @@ TEST(TextSidePrecision, TheEncoderUnderBf16AutocastStaysWithinBf16ErrorOfFloat32
   const auto tokens = torch::randint(1, o.n_vocab(), {3, 23}, cuda_long);
   const auto lengths = torch::tensor({23, 17, 5}, cuda_long);
 
-  const TextSideSetting on(true);
+  const TextSideAutocastScope on(true);
   const auto reference = run_encoder(encoder, tokens, lengths, /*bf16=*/false);
   const auto bf16 = run_encoder(encoder, tokens, lengths, /*bf16=*/true);
   for (size_t i = 0; i < reference.outputs.size(); ++i) {

@@ -3,7 +3,6 @@
 // chain of layers as the WaveNet and the text encoder have them, in float32 and bfloat16, eager
 // and in a CUDA graph; and a whole model's training step with and without them. GPU only:
 // skipped without one.
-#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -24,28 +23,13 @@ namespace monoflow::models {
 namespace {
 
 #ifdef MONOFLOW_HAS_CUDA
-// While alive: cuDNN's deterministic algorithms (two runs of one call give one result), no
-// TF32, and a delay on the side stream before each weight gradient, so that a consumer reading
-// one before its join reads it unfinished. All restored afterwards, with the aside setting.
+// While alive: testing::ExactCuda's settings and a delay on the side stream before each weight
+// gradient, so that a consumer reading one before its join reads it unfinished. All restored
+// afterwards, with the aside setting.
 class Deterministic {
  public:
-  Deterministic()
-      : deterministic_(at::globalContext().deterministicCuDNN()),
-        benchmark_(at::globalContext().benchmarkCuDNN()),
-        tf32_cudnn_(at::globalContext().allowTF32CuDNN()),
-        tf32_cublas_(at::globalContext().allowTF32CuBLAS()),
-        aside_(cuda::weight_grads_aside()) {
-    at::globalContext().setDeterministicCuDNN(true);
-    at::globalContext().setBenchmarkCuDNN(false);
-    at::globalContext().setAllowTF32CuDNN(false);
-    at::globalContext().setAllowTF32CuBLAS(false);
-    cuda::delay_weight_grads_for_tests(kDelayCycles);
-  }
+  Deterministic() : aside_(cuda::weight_grads_aside()) { cuda::delay_weight_grads_for_tests(kDelayCycles); }
   ~Deterministic() {
-    at::globalContext().setDeterministicCuDNN(deterministic_);
-    at::globalContext().setBenchmarkCuDNN(benchmark_);
-    at::globalContext().setAllowTF32CuDNN(tf32_cudnn_);
-    at::globalContext().setAllowTF32CuBLAS(tf32_cublas_);
     cuda::delay_weight_grads_for_tests(0);
     cuda::set_weight_grads_aside(aside_);
   }
@@ -54,7 +38,7 @@ class Deterministic {
 
  private:
   static constexpr int64_t kDelayCycles = 2'000'000;  // ~1 ms at the GPUs' clocks
-  bool deterministic_, benchmark_, tf32_cudnn_, tf32_cublas_;
+  const testing::ExactCuda exact_;
   cuda::WeightGradsAside aside_;
 };
 
@@ -198,10 +182,7 @@ TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const Deterministic deterministic;
   const bool bf16 = GetParam() == torch::kBFloat16;
-  const struct RestoreTextSide {
-    bool was = text_side_autocast();
-    ~RestoreTextSide() { set_text_side_autocast(was); }
-  } restore_text_side;
+  const TextSideAutocastScope restore_text_side(text_side_autocast());
   for (const bool text_side_bf16 : bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
     SCOPED_TRACE(text_side_bf16 ? "text side in bf16" : "text side in float32");
     set_text_side_autocast(text_side_bf16);

@@ -159,11 +159,7 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
 // takes the same kernels as the eager step, so the same losses up to bf16 summation order and
 // the same alignment (bounds not yet measured on a GPU: 100x the float32 test's).
 TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepInBf16WithTheTextSideInBf16) {
-  struct TextSideOn {
-    bool was = models::text_side_autocast();
-    TextSideOn() { models::set_text_side_autocast(true); }
-    ~TextSideOn() { models::set_text_side_autocast(was); }
-  } text_side_on;
+  const models::TextSideAutocastScope text_side_on(true);
   options.bf16 = true;
   FusedAdam eager_opt(eager->parameters(), adam()), graph_opt(graphed->parameters(), adam());
   GraphedTrainStep step(graphed, graph_opt, options, GraphBuckets{16, 64, 4});
