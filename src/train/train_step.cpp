@@ -14,7 +14,7 @@ Losses forward_losses(models::GlowTTS& model, const data::Batch& b, const StepOp
   const auto device = b.text.device();
   Losses l;
   {
-    Bf16Autocast autocast(o.bf16, device);
+    models::Bf16Autocast autocast(o.bf16, device);
     l.out = model->forward(b.text, b.text_lengths, b.mel, b.mel_lengths, b.speakers, o.mas);
   }
   // The losses in float32 whatever the autocast dtype of the activations.

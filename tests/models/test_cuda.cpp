@@ -3,13 +3,13 @@
 // a training step (forward, MAS, backward) on an LJSpeech-shaped batch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 #include "model_test_util.h"
+#include "models/autocast.h"
 #include "models/glow_tts.h"
 #include "models/losses.h"
 
@@ -93,16 +93,12 @@ TEST(GlowTTSCuda, TrainingStepTimesAndBfloat16Autocast) {
     model->forward(text, text_lengths, mel, mel_lengths, {}, mas(align::Backend::kCpu));
   }
   auto step = [&](align::Backend backend, bool bf16) {
-    if (bf16) {
-      at::autocast::set_autocast_enabled(at::kCUDA, true);
-      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    }
-    auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas(backend));
-    auto l = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
-             duration_loss(out.logw, out.logw_, text_lengths);
-    if (bf16) {
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      at::autocast::clear_cache();
+    torch::Tensor l;
+    {
+      const Bf16Autocast autocast(bf16, torch::kCUDA);
+      auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas(backend));
+      l = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
+          duration_loss(out.logw, out.logw_, text_lengths);
     }
     model->zero_grad();
     l.backward();
@@ -145,11 +141,11 @@ TEST(GlowTTSCuda, LogpIsFloat32AndUnchangedUnderAutocast) {
   auto x_m = torch::randn({2, 80, 37}, opts), x_logs = 0.1 * torch::randn({2, 80, 37}, opts);
   auto z = torch::randn({2, 80, 150}, opts);
   auto plain = compute_logp(x_m, x_logs, z);
-  at::autocast::set_autocast_enabled(at::kCUDA, true);
-  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  auto under_autocast = compute_logp(x_m, x_logs, z);
-  at::autocast::set_autocast_enabled(at::kCUDA, false);
-  at::autocast::clear_cache();
+  torch::Tensor under_autocast;
+  {
+    const Bf16Autocast autocast(true, torch::kCUDA);
+    under_autocast = compute_logp(x_m, x_logs, z);
+  }
   EXPECT_EQ(under_autocast.scalar_type(), torch::kFloat32);
   EXPECT_TRUE(torch::equal(plain, under_autocast));
 }

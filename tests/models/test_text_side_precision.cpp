@@ -6,36 +6,16 @@
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "model_test_util.h"
+#include "models/autocast.h"
 #include "models/encoder.h"
 #include "models/text_side_precision.h"
 
 namespace monoflow::models {
 namespace {
-
-// bf16 autocast on CUDA while alive; the previous state restored.
-class CudaBf16Autocast {
- public:
-  CudaBf16Autocast()
-      : was_enabled_(at::autocast::is_autocast_enabled(at::kCUDA)),
-        was_dtype_(at::autocast::get_autocast_dtype(at::kCUDA)) {
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-  }
-  ~CudaBf16Autocast() {
-    at::autocast::set_autocast_enabled(at::kCUDA, was_enabled_);
-    at::autocast::set_autocast_dtype(at::kCUDA, was_dtype_);
-    at::autocast::clear_cache();
-  }
-
- private:
-  bool was_enabled_;
-  at::ScalarType was_dtype_;
-};
 
 TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
   const TextSideAutocastScope on(true);
@@ -43,7 +23,7 @@ TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
   EXPECT_EQ(text_side_dtype(cpu, torch::kFloat), torch::kFloat);
   EXPECT_EQ(text_side_dtype(cpu, torch::kDouble), torch::kDouble);
   {
-    const CudaBf16Autocast autocast;
+    const Bf16Autocast autocast(true, torch::kCUDA);
     EXPECT_EQ(text_side_dtype(cpu, torch::kFloat), torch::kFloat);  // autocast on CUDA, input on the CPU
     if (torch::cuda::is_available()) {
       const auto gpu = cpu.cuda();
@@ -70,8 +50,7 @@ EncoderRun run_encoder(TextEncoder& encoder, const torch::Tensor& tokens, const 
   encoder->zero_grad();
   EncoderOutput out;
   {
-    std::unique_ptr<CudaBf16Autocast> autocast;
-    if (bf16) autocast = std::make_unique<CudaBf16Autocast>();
+    const Bf16Autocast autocast(bf16, torch::kCUDA);
     out = encoder->forward(tokens, lengths);
   }
   EncoderRun run{{out.x_m, out.x_logs, out.logw}, {}, {}};

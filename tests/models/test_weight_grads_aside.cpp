@@ -3,7 +3,6 @@
 // chain of layers as the WaveNet and the text encoder have them, in float32 and bfloat16, eager
 // and in a CUDA graph; and a whole model's training step with and without them. GPU only:
 // skipped without one.
-#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -13,6 +12,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "model_test_util.h"
+#include "models/autocast.h"
 #include "models/glow_tts.h"
 #include "models/losses.h"
 #include "models/text_side_precision.h"
@@ -211,16 +211,12 @@ TEST_P(WeightGradsAsideCuda, LeaveAModelsTrainingStepUnchanged) {
       const int64_t forks_before = cuda::weight_grads_forked();
       model->zero_grad();
       torch::manual_seed(6);  // the prenet's dropout (p = 0.5 whatever the options) draws the same masks
-      if (bf16) {
-        at::autocast::set_autocast_enabled(at::kCUDA, true);
-        at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-      }
-      const auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas);
-      const auto loss = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
-                        duration_loss(out.logw, out.logw_, text_lengths);
-      if (bf16) {
-        at::autocast::set_autocast_enabled(at::kCUDA, false);
-        at::autocast::clear_cache();
+      torch::Tensor loss;
+      {
+        const Bf16Autocast autocast(bf16, torch::kCUDA);
+        const auto out = model->forward(text, text_lengths, mel, mel_lengths, {}, mas);
+        loss = mle_loss(out.z, out.z_m, out.z_logs, out.logdet, out.z_mask) +
+               duration_loss(out.logw, out.logw_, text_lengths);
       }
       loss.backward();
       forked.push_back(cuda::weight_grads_forked() - forks_before);

@@ -2,11 +2,11 @@
 // references, forward and backward, in both layouts and every kernel dtype (GPU tests skip
 // without a device); the layout helpers and the CPU dispatch on any machine.
 #include <gtest/gtest.h>
-#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 
+#include "models/autocast.h"
 #include "models/modules.h"
 #include "models/wn_fused.h"
 
@@ -507,12 +507,12 @@ TEST_F(WnFusedCuda, TimeRowsKeepChannelsLastThroughConvolutionAndTheFusedOps) {
       auto xb = x.clone().requires_grad_(true), wb = w1.clone().requires_grad_(true),
            bb = bias.clone().requires_grad_(true);
       const auto upstream = torch::randn({3, 12, 40}, f32);
-      at::autocast::set_autocast_enabled(at::kCUDA, bf16);
-      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-      auto fused = conv_over_time(to_time_rows(xa), wa, ba).squeeze(2);
-      auto ref = torch::conv1d(xb, wb, bb);
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-      at::autocast::clear_cache();
+      torch::Tensor fused, ref;
+      {
+        const Bf16Autocast autocast(bf16, torch::kCUDA);
+        fused = conv_over_time(to_time_rows(xa), wa, ba).squeeze(2);
+        ref = torch::conv1d(xb, wb, bb);
+      }
       EXPECT_EQ(fused.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
       (fused.to(torch::kFloat) * upstream).sum().backward();
       (ref.to(torch::kFloat) * upstream).sum().backward();

@@ -74,7 +74,7 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   const auto texts_lengths = lengths.expand({o.batch}).contiguous();
 
   torch::NoGradGuard no_grad;
-  const Bf16Autocast autocast(precision == "bf16", s.device);
+  const models::Bf16Autocast autocast(precision == "bf16", s.device);
   std::unique_ptr<GraphedInference> graphed;
   if (mode != "eager") {
     graphed = std::make_unique<GraphedInference>(
