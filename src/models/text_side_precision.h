@@ -12,10 +12,10 @@
 
 namespace monoflow::models {
 
-// Off by default (train.autocast_text_side in a config, which a training run applies);
+// On by default (train.autocast_text_side in a config, which a training run applies);
 // MONOFLOW_TEXT_SIDE_AUTOCAST=1 (true, on) or =0 (false, off) in the environment at start-up
 // sets it for programs without a config (bench_train_step's A/B).
-inline constexpr bool kTextSideAutocastByDefault = false;
+inline constexpr bool kTextSideAutocastByDefault = true;
 void set_text_side_autocast(bool on);
 bool text_side_autocast();
 

@@ -156,8 +156,8 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepOnTheSameBatch) {
 }
 
 // Under bf16 autocast with the text side in bf16 too (models/text_side_precision.h): the replay
-// takes the same kernels as the eager step, so the same losses up to bf16 summation order and
-// the same alignment (bounds not yet measured on a GPU: 100x the float32 test's).
+// takes the same kernels as the eager step, so the same losses and alignment, within the float32
+// test's bounds (on an H100 the two were bitwise equal at all three steps, 2026-12-07).
 TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepInBf16WithTheTextSideInBf16) {
   const models::TextSideAutocastScope text_side_on(true);
   options.bf16 = true;
@@ -170,9 +170,9 @@ TEST_F(GraphedStepCuda, ReplayEqualsTheEagerStepInBf16WithTheTextSideInBf16) {
     torch::manual_seed(200 + i);
     const StepResult e = train_step(eager, eager_opt, step.inputs(), 1e-3, options);
     ASSERT_TRUE(e.finite);
-    EXPECT_LT(relative_difference(g.loss_mle, e.loss_mle), 1e-3) << "step " << i + 1;
-    EXPECT_LT(relative_difference(g.loss_dur, e.loss_dur), 1e-3) << "step " << i + 1;
-    EXPECT_LT(relative_difference(g.grad_norm, e.grad_norm), 1e-2) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.loss_mle, e.loss_mle), 1e-5) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.loss_dur, e.loss_dur), 1e-5) << "step " << i + 1;
+    EXPECT_LT(relative_difference(g.grad_norm, e.grad_norm), 1e-4) << "step " << i + 1;
     EXPECT_TRUE(torch::equal(g.out.durations.cpu(), e.out.durations.cpu())) << "step " << i + 1;
   }
   EXPECT_EQ(step.status().skipped, 0);

@@ -40,7 +40,7 @@ struct TrainSection {
   int max_nonfinite_steps = 10;    // stop after this many non-finite losses in a row
   bool allow_tf32 = true;
   // Under fp16_run, the text encoder and duration predictor in bf16 as well (models/text_side_precision.h).
-  bool autocast_text_side = false;
+  bool autocast_text_side = true;
 };
 
 struct RunSection {
