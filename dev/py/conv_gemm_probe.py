@@ -5,9 +5,11 @@
 # its kernel-3 convolutions ~2.75 ms with cuDNN's layout conversions around them. A 1x1
 # convolution is W @ x[b] for every item b; a kernel-3 one the sum of three such products over
 # time-shifted views of the padded input, which cuBLAS reads in place (leading dimension T + 2).
+# In bf16 (third argument) a 1x1 convolution is also timed as one GEMM over [B * T, C] rows
+# (`rows`: activations already [B, T, C], as an encoder in that layout would hold them).
 # Prints per shape and form the GPU time of one forward + backward (input and weight gradients:
 # kernel time under the profiler, mean of 10 calls), and the forms' largest difference from cuDNN's.
-#   python3 dev/py/conv_gemm_probe.py [B T]
+#   python3 dev/py/conv_gemm_probe.py [B T [float|bf16]]
 import sys
 
 import torch
@@ -20,6 +22,7 @@ torch.backends.cudnn.allow_tf32 = True
 torch.backends.cudnn.benchmark = True
 B = int(sys.argv[1]) if len(sys.argv) > 1 else 32
 T = int(sys.argv[2]) if len(sys.argv) > 2 else 175
+DTYPE = torch.bfloat16 if len(sys.argv) > 3 and sys.argv[3] == "bf16" else torch.float32
 
 
 def cudnn(x, w):
@@ -61,21 +64,31 @@ def kernel_us(f, calls=10):
     return sum(k.device_time_total for k in cuda_kernels(f, calls)) / calls
 
 
-print(f"B={B} T={T} float32 (TF32), forward + backward, kernel time")
+print(f"B={B} T={T} {'bf16' if DTYPE == torch.bfloat16 else 'float32 (TF32)'}, forward + backward, kernel time")
 print("shape,form,us,max_abs_diff_vs_cudnn")
 for name, cin, cout, k in shapes:
     torch.manual_seed(0)
-    x = torch.randn(B, cin, T, device="cuda", requires_grad=True)
-    w = (torch.randn(cout, cin, k, device="cuda") * cin ** -0.5).requires_grad_()
-    gy = torch.randn(B, cout, T, device="cuda")
+    x = torch.randn(B, cin, T, device="cuda", dtype=DTYPE, requires_grad=True)
+    w = (torch.randn(cout, cin, k, device="cuda", dtype=DTYPE) * cin ** -0.5).requires_grad_()
+    gy = torch.randn(B, cout, T, device="cuda", dtype=DTYPE)
+    # The same values as [B, T, C] rows, made before the timing: the layout an encoder would keep.
+    x_rows = x.detach().transpose(1, 2).contiguous().requires_grad_()
+    gy_rows = gy.transpose(1, 2).contiguous()
+    forms = [("cudnn", cudnn), ("matmul", gemm), ("bmm", gemm_bmm)]
+    if k == 1 and DTYPE == torch.bfloat16:
+        forms.append(("rows", None))
     ref = None
-    for form, f in (("cudnn", cudnn), ("matmul", gemm), ("bmm", gemm_bmm)):
+    for form, f in forms:
         def step():
+            if f is None:  # y [B, T, Cout] = x [B, T, Cin] W^T; compared in [B, C, T]
+                y = F.linear(x_rows, w[:, :, 0])
+                gx, gw = torch.autograd.grad(y, (x_rows, w), gy_rows)
+                return y.transpose(1, 2), gx.transpose(1, 2), gw
             y = f(x, w)
             return (y,) + torch.autograd.grad(y, (x, w), gy)
         outs = step()
         if ref is None:
             ref = [o.detach().clone() for o in outs]
-        diff = max((o - r).abs().max().item() for o, r in zip(outs, ref))
+        diff = max((o.float() - r.float()).abs().max().item() for o, r in zip(outs, ref))
         us = kernel_us(step)
         print(f"{name},{form},{us:.1f},{diff:.2e}")
