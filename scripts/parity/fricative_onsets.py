@@ -22,6 +22,7 @@ Needs numpy (the .venv of scripts/setup.sh has it); reads 16-bit PCM WAV.
 """
 import argparse
 import os
+import signal
 import statistics
 import sys
 import wave
@@ -33,7 +34,7 @@ import score_alignment  # noqa: E402  (scripts/score_alignment.py: readers and w
 
 VOICELESS_FRICATIVES = {"S", "SH", "F", "TH"}
 CONSONANTS = set("P B T D K G CH JH F V TH DH S Z SH ZH HH M N NG L R W Y".split())
-HOP_S, WINDOW_S, SEARCH_S = 0.001, 0.008, 0.040
+HOP_S, WINDOW_S, SEARCH_S = 0.001, 0.008, 0.040  # asked for; frames are whole samples
 HIGH_HZ, LOW_HZ = 3500.0, (80.0, 1500.0)
 
 
@@ -59,26 +60,40 @@ def read_wav(path):
     return samples.astype(np.float64) / 32768.0, rate
 
 
+class Frames:
+    """log10 of the energy above HIGH_HZ over that in LOW_HZ per frame (`share`); frame k is
+    centred at k * hop_s + window_s / 2, hop and window being whole samples (at 22,050 Hz a hop
+    of 22 samples is 0.998 ms, not HOP_S)."""
+
+    def __init__(self, share, hop, window, rate):
+        self.share, self.hop_s, self.window_s = share, hop / rate, window / rate
+
+    def time(self, k):
+        return k * self.hop_s + self.window_s / 2
+
+    def index(self, t):
+        return int((t - self.window_s / 2) / self.hop_s)
+
+
 def high_band_share(samples, rate):
-    """log10 of the energy above HIGH_HZ over that in LOW_HZ, per frame; frame k is centred at
-    k * HOP_S + WINDOW_S / 2."""
     hop, window = int(rate * HOP_S), int(rate * WINDOW_S)
     if len(samples) < window:
-        return np.zeros(0)
+        return Frames(np.zeros(0), hop, window, rate)
     n = 1 + (len(samples) - window) // hop
     frames = np.lib.stride_tricks.as_strided(samples, (n, window), (samples.strides[0] * hop, samples.strides[0]))
     power = np.abs(np.fft.rfft(frames * np.hanning(window), axis=1)) ** 2
     freqs = np.fft.rfftfreq(window, 1.0 / rate)
     high = power[:, freqs >= HIGH_HZ].sum(1)
     low = power[:, (freqs > LOW_HZ[0]) & (freqs < LOW_HZ[1])].sum(1)
-    return np.log10(high + 1e-10) - np.log10(low + 1e-10)
+    return Frames(np.log10(high + 1e-10) - np.log10(low + 1e-10), hop, window, rate)
 
 
-def onset_near(share, centre_s):
+def onset_near(frames, centre_s):
     """The rise's time within SEARCH_S of centre_s, or None where there is no clear rise (the
-    levels of its first and last 15 ms less than a factor of 10 apart)."""
-    first = max(int((centre_s - SEARCH_S - WINDOW_S / 2) / HOP_S), 0)
-    last = min(int((centre_s + SEARCH_S - WINDOW_S / 2) / HOP_S), len(share) - 1)
+    levels of its first and last 15 frames less than a factor of 10 apart)."""
+    share = frames.share
+    first = max(frames.index(centre_s - SEARCH_S), 0)
+    last = min(frames.index(centre_s + SEARCH_S), len(share) - 1)
     part = share[first:last + 1]
     if len(part) < 40:
         return None
@@ -88,15 +103,17 @@ def onset_near(share, centre_s):
     half = (before + after) / 2
     for i in np.nonzero(part > half)[0]:
         if np.mean(part[i:i + 10] > half) > 0.8:
-            return (first + i) * HOP_S + WINDOW_S / 2
+            return frames.time(first + i)
     return None
 
 
 def offsets(corpus, textgrids, cmudict):
-    """Per source, the boundary times minus the signal's onset in ms."""
+    """Per source, the boundary times minus the signal's onset in ms; and the counts: candidate
+    boundaries, those without a clear rise (left out), utterances without a TextGrid."""
     normalise = score_alignment.normalise
     words_dir = os.path.join(corpus, "words")
     found = {"reference": [], "align": [], "align - reference": []}
+    counts = {"candidates": 0, "no_clear_rise": 0, "missing_textgrids": 0}
     for name in sorted(os.listdir(words_dir)):
         if not name.endswith(".tsv"):
             continue
@@ -105,10 +122,11 @@ def offsets(corpus, textgrids, cmudict):
         if textgrids:
             grid = os.path.join(textgrids, name[:-4] + ".TextGrid")
             if not os.path.exists(grid):
+                counts["missing_textgrids"] += 1
                 continue
             hypothesis = [w for w in score_alignment.read_textgrid_tier(grid, "words") if w[0] != ""]
             pairs = score_alignment.pair_words(reference, hypothesis)
-        share = None
+        frames = None
         for r, first, last in pairs:
             if r == 0 or abs(reference[r - 1][2] - reference[r][1]) > 1e-4:
                 continue  # a pause before the word, or the utterance's first
@@ -119,19 +137,23 @@ def offsets(corpus, textgrids, cmudict):
             t_align = None
             if hypothesis is not None:
                 if normalise(reference[r][0]) != "".join(normalise(w) for w, _, _ in hypothesis[first:last + 1]):
-                    continue
+                    continue  # paired by position only
                 t_align = hypothesis[first][1]
-            if share is None:
-                samples, rate = read_wav(os.path.join(corpus, "wavs", name[:-4] + ".wav"))
-                share = high_band_share(samples, rate)
-            onset = onset_near(share, t_ref if t_align is None else (t_ref + t_align) / 2)
+            if frames is None:
+                wav = os.path.join(corpus, "wavs", name[:-4] + ".wav")
+                if not os.path.exists(wav):
+                    sys.exit(f"{wav}: not found (its words are in {os.path.join(words_dir, name)})")
+                frames = high_band_share(*read_wav(wav))
+            counts["candidates"] += 1
+            onset = onset_near(frames, t_ref if t_align is None else (t_ref + t_align) / 2)
             if onset is None:
+                counts["no_clear_rise"] += 1
                 continue
             found["reference"].append(1000.0 * (t_ref - onset))
             if t_align is not None:
                 found["align"].append(1000.0 * (t_align - onset))
                 found["align - reference"].append(1000.0 * (t_align - t_ref))
-    return {k: v for k, v in found.items() if v}
+    return {k: v for k, v in found.items() if v}, counts
 
 
 def main():
@@ -140,10 +162,15 @@ def main():
     ap.add_argument("--textgrids", help="align's textgrids/ folder for this corpus")
     ap.add_argument("--cmudict", default="data/cmudict/cmudict.dict")
     args = ap.parse_args()
-    for path in (os.path.join(args.corpus, "words"), os.path.join(args.corpus, "wavs"), args.cmudict):
-        if not os.path.exists(path):
+    if hasattr(signal, "SIGPIPE"):  # `... | head -1` ends quietly, as other commands do
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    for path in (os.path.join(args.corpus, "words"), os.path.join(args.corpus, "wavs"), args.cmudict, args.textgrids):
+        if path and not os.path.exists(path):
             sys.exit(f"{path}: not found")
-    found = offsets(args.corpus, args.textgrids, read_cmudict(args.cmudict))
+    found, counts = offsets(args.corpus, args.textgrids, read_cmudict(args.cmudict))
+    print(f"# {counts['candidates']} vowel + voiceless fricative boundaries, {counts['no_clear_rise']} without a "
+          f"clear rise within {SEARCH_S * 1000:.0f} ms (left out), {counts['missing_textgrids']} utterances "
+          "without a TextGrid")
     if not found:
         sys.exit(f"{args.corpus}: no vowel + voiceless fricative boundary with a clear rise")
     print("source,boundaries,median_signed_ms,iqr_ms,p10_p90_ms,mad_ms")

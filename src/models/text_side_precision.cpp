@@ -4,19 +4,23 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 namespace monoflow::models {
 namespace {
 
+// The environment's choice, if it made one.
+std::optional<bool> from_environment() {
+  const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
+  const std::string text = value ? value : "";
+  if (text == "1" || text == "true" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "off") return false;
+  return std::nullopt;
+}
+
 std::atomic<bool>& setting() {
-  static std::atomic<bool> on = [] {
-    const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
-    const std::string text = value ? value : "";
-    if (text == "1" || text == "true" || text == "on") return true;
-    if (text == "0" || text == "false" || text == "off") return false;
-    return kTextSideAutocastByDefault;
-  }();
+  static std::atomic<bool> on = from_environment().value_or(kTextSideAutocastByDefault);
   return on;
 }
 
@@ -24,6 +28,10 @@ std::atomic<bool>& setting() {
 
 void set_text_side_autocast(bool on) { setting() = on; }
 bool text_side_autocast() { return setting().load(); }
+bool text_side_autocast_set_by_environment() {
+  static const bool set = from_environment().has_value();
+  return set;
+}
 
 torch::ScalarType text_side_dtype(const torch::Tensor& like, torch::ScalarType otherwise) {
   if (!like.is_cuda() || !text_side_autocast() || !at::autocast::is_autocast_enabled(at::kCUDA)) return otherwise;

@@ -12,12 +12,14 @@
 
 namespace monoflow::models {
 
-// On by default (train.autocast_text_side in a config, which a training run applies);
-// MONOFLOW_TEXT_SIDE_AUTOCAST=1 (true, on) or =0 (false, off) in the environment at start-up
-// sets it for programs without a config (bench_train_step's A/B).
+// On by default (train.autocast_text_side in a config, which a training run applies, and the
+// benchmarks unless the environment chose); MONOFLOW_TEXT_SIDE_AUTOCAST=1 (true, on) or =0
+// (false, off) in the environment at start-up sets it for the benchmarks' A/B.
 inline constexpr bool kTextSideAutocastByDefault = true;
 void set_text_side_autocast(bool on);
 bool text_side_autocast();
+// Whether MONOFLOW_TEXT_SIDE_AUTOCAST held one of the values above at start-up.
+bool text_side_autocast_set_by_environment();
 
 // The setting `on` while alive, the previous one restored however the scope ends.
 class TextSideAutocastScope {

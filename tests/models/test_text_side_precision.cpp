@@ -6,6 +6,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@
 
 namespace monoflow::models {
 namespace {
+
+// The benchmarks apply a config's setting unless the environment chose one at start-up.
+TEST(TextSidePrecision, KnowsWhetherTheEnvironmentChoseTheSetting) {
+  const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
+  const std::string text = value ? value : "";
+  const bool chosen = text == "1" || text == "true" || text == "on" || text == "0" || text == "false" || text == "off";
+  EXPECT_EQ(text_side_autocast_set_by_environment(), chosen);
+  const TextSideAutocastScope off(false);  // setting it here does not make it the environment's
+  EXPECT_EQ(text_side_autocast_set_by_environment(), chosen);
+}
 
 TEST(TextSidePrecision, FollowsCudaAutocastOnlyOnAGpuAndWithTheSettingOn) {
   const TextSideAutocastScope on(true);

@@ -6,11 +6,15 @@
 #include <set>
 
 #include "align/mas_compare.h"
+#include "models/text_side_precision.h"
 #include "train/config/library_options.h"
 
 namespace monoflow::train {
 
 models::GlowTTS bench_model(const BenchSetup& setup) {
+  if (!models::text_side_autocast_set_by_environment()) {
+    models::set_text_side_autocast(setup.config.train.autocast_text_side);
+  }
   torch::manual_seed(setup.seed);
   models::GlowTTS model(model_options(setup.config, setup.vocab));
   model->to(setup.device);

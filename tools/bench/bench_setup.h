@@ -18,7 +18,7 @@ namespace monoflow::train {
 struct BenchSetup {
   BenchSetup(int warmup, int timed) : warmup(warmup), timed(timed) {}
 
-  Config config;  // the model section is used (ljspeech.yaml for the spec)
+  Config config;  // the model section and train.autocast_text_side are used (ljspeech.yaml for the spec)
   torch::Device device{torch::kCPU};
   int warmup;     // untimed runs first (calls or steps): allocations, algorithm search, graph capture
   int timed;      // then the timed runs, summarised by their median
@@ -27,7 +27,8 @@ struct BenchSetup {
 };
 
 // The benchmarked model: LibTorch's generator seeded with setup.seed, then the config's model
-// section for setup.vocab symbols, on setup.device (still in training mode).
+// section for setup.vocab symbols, on setup.device (still in training mode). Applies the config's
+// train.autocast_text_side, unless MONOFLOW_TEXT_SIDE_AUTOCAST set it (models/text_side_precision.h).
 models::GlowTTS bench_model(const BenchSetup& setup);
 
 // Runs `run` `calls` times under the Kineto profiler (CPU ops, and CUDA activity on a GPU), each
