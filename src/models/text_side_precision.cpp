@@ -10,17 +10,21 @@
 namespace monoflow::models {
 namespace {
 
-// The environment's choice, if it made one.
-std::optional<bool> from_environment() {
-  const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
-  const std::string text = value ? value : "";
-  if (text == "1" || text == "true" || text == "on") return true;
-  if (text == "0" || text == "false" || text == "off") return false;
-  return std::nullopt;
+// The environment's choice at start-up, if it made one: read once, for the setting's first
+// value and for text_side_autocast_set_by_environment alike.
+const std::optional<bool>& environment_choice() {
+  static const std::optional<bool> choice = []() -> std::optional<bool> {
+    const char* value = std::getenv("MONOFLOW_TEXT_SIDE_AUTOCAST");
+    const std::string text = value ? value : "";
+    if (text == "1" || text == "true" || text == "on") return true;
+    if (text == "0" || text == "false" || text == "off") return false;
+    return std::nullopt;
+  }();
+  return choice;
 }
 
 std::atomic<bool>& setting() {
-  static std::atomic<bool> on = from_environment().value_or(kTextSideAutocastByDefault);
+  static std::atomic<bool> on = environment_choice().value_or(kTextSideAutocastByDefault);
   return on;
 }
 
@@ -28,10 +32,7 @@ std::atomic<bool>& setting() {
 
 void set_text_side_autocast(bool on) { setting() = on; }
 bool text_side_autocast() { return setting().load(); }
-bool text_side_autocast_set_by_environment() {
-  static const bool set = from_environment().has_value();
-  return set;
-}
+bool text_side_autocast_set_by_environment() { return environment_choice().has_value(); }
 
 torch::ScalarType text_side_dtype(const torch::Tensor& like, torch::ScalarType otherwise) {
   if (!like.is_cuda() || !text_side_autocast() || !at::autocast::is_autocast_enabled(at::kCUDA)) return otherwise;
