@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <tuple>
 #include <utility>
 
 #include "common/error.h"
 #include "small_model.h"
+#include "models/autocast.h"
 #include "models/glow_tts.h"
+#include "models/text_side_precision.h"
 #include "train/precision.h"
 #include "infer/graphed_inference.h"
 
@@ -175,6 +178,57 @@ TEST_F(GraphedInferenceCuda, EvictingATextGraphDropsItsPriorGraphs) {
     EXPECT_LE(synth.prior_graphs(), 1u);
   }
   EXPECT_EQ(synth.text_graphs(), 1u);
+}
+
+// Under bf16 autocast with the text side in bf16 (the training default, and bench_inference's
+// bf16 rows): a text that fills its token bucket runs the same kernels graphed and eager, so the
+// two agree as in float32. A shorter text is padded in the graph, and the convolutions and
+// products over the longer rows may round differently in bf16: the encoder's outputs then agree
+// to bf16 rounding, the durations to within a frame a token. (Passed on an H200, 2026-12-07; the
+// differences are printed with each run, for tightening the bounds.)
+TEST_F(GraphedInferenceCuda, AgreesWithEagerInferenceUnderBf16WithTheTextSideInBf16) {
+  models::GlowTTS model = cuda_model(12);
+  GraphedInference synth(model);
+  torch::NoGradGuard no_grad;
+  const models::TextSideAutocastScope text_side(true);
+  const models::Bf16Autocast autocast(true, torch::kCUDA);
+  const auto full = torch::randint(1, 148, {1, 48}, torch::kLong).to(torch::kCUDA);
+  const auto full_lengths = torch::full({1}, 48, torch::kLong).to(torch::kCUDA);
+  for (int call = 0; call < 2; ++call) {  // recorded, then replayed
+    const auto [eager, graphed] = eager_and_graphed(model, synth, full, full_lengths, 3.0);
+    ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
+    EXPECT_TRUE(torch::equal(graphed.w_ceil, eager.w_ceil));
+    const double x_m = (graphed.x_m - eager.x_m).abs().max().item<double>();
+    const double y = (graphed.y - eager.y).abs().max().item<double>();
+    std::printf("bf16, 48 of 48 tokens, call %d: |x_m| %.3g, |y| %.3g (|y| max %.3g)\n", call, x_m, y,
+                eager.y.abs().max().item<double>());
+    EXPECT_LE(x_m, 1e-4);
+    EXPECT_LE(y, 1e-3);
+    EXPECT_GT(eager.y.abs().max().item<double>(), 0.1);
+  }
+  const auto shorter = full.narrow(1, 0, 40).contiguous();
+  const auto shorter_lengths = torch::full({1}, 40, torch::kLong).to(torch::kCUDA);
+  for (int call = 0; call < 2; ++call) {
+    const auto [eager, graphed] = eager_and_graphed(model, synth, shorter, shorter_lengths, 3.0);
+    ASSERT_EQ(graphed.w_ceil.size(2), 40);
+    const double x_m = (graphed.x_m - eager.x_m).abs().max().item<double>();
+    const double logw = (graphed.logw - eager.logw).abs().max().item<double>();
+    const double w_ceil = (graphed.w_ceil - eager.w_ceil).abs().max().item<double>();
+    const double x_m_scale = eager.x_m.abs().max().item<double>();
+    std::printf("bf16, 40 of 48 tokens, call %d: |x_m| %.3g of %.3g, |logw| %.3g, |w_ceil| %.0f, frames %ld / %ld\n",
+                call, x_m, x_m_scale, logw, w_ceil, static_cast<long>(graphed.max_frames),
+                static_cast<long>(eager.max_frames));
+    EXPECT_LE(x_m, 2e-2 * x_m_scale) << "bf16 rounding is 2^-8 of a value";
+    EXPECT_LE(logw, 5e-2);
+    EXPECT_LE(w_ceil, 1.0);
+    if (torch::equal(graphed.w_ceil, eager.w_ceil)) {
+      ASSERT_EQ(graphed.y.sizes(), eager.y.sizes());
+      const double y = (graphed.y - eager.y).abs().max().item<double>();
+      std::printf("  same durations: |y| %.3g\n", y);
+      EXPECT_LE(y, 5e-2 * eager.y.abs().max().item<double>());
+    }
+  }
+  EXPECT_EQ(synth.text_graphs(), 1u) << "40 and 48 tokens share one bucket";
 }
 
 }  // namespace
