@@ -53,14 +53,14 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", o.cache_dir, "feature cache")->default_str("data.cache_dir (the run's cache)");
   app.add_option("--min-pause-ms", o.min_pause_ms,
                  "a gap between two words this long or longer is a pause interval; shorter ones are split");
-  std::string junction = "middle";
+  std::string junction = "centre";
   app.add_option("--junction", junction,
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
-                 "for a pause: middle (split at their middle, rounded down to a frame), next (they are the next "
-                 "word's onset: the boundary is where they begin; better against espeak-ng's word events and "
-                 "Festival's segments, worse against flite's) or centre (their exact middle: half a frame later than "
-                 "middle when they are an odd count, as a single space frame is; better against flite's, worse "
-                 "against the other two). "
+                 "for a pause: centre (their exact middle, half a frame into the middle one when they are an odd "
+                 "count, as a single space frame is: no rounding to the frame grid), middle (split at their middle, "
+                 "rounded down to a frame: half a frame earlier than centre at an odd count; better against "
+                 "espeak-ng's word events, worse against flite's) or next (they are the next word's onset: the "
+                 "boundary is where they begin). "
                  "Each voice's references set words apart at their own place: docs/accuracy.md \"Where touching "
                  "words meet\"")
       ->check(CLI::IsMember({"middle", "next", "centre"}))
@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   app.add_flag("--recentre,!--no-recentre", o.recentre,
                "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
-               "calibrated on espeak-ng's en-us word events of the default corpus, with --junction middle, and on "
-               "another voice it becomes a bias of its own (docs/accuracy.md, \"Alignment accuracy\")");
+               "calibrated on espeak-ng's en-us word events of the default corpus, with --junction middle (give it "
+               "with --recentre), and on another voice it becomes a bias of its own (docs/accuracy.md, \"Alignment accuracy\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {

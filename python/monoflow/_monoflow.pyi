@@ -94,7 +94,7 @@ def align(
     cache_dir: Optional[str] = None,
     images: bool = False,
     min_pause_ms: float = 40.0,
-    junction: str = "middle",
+    junction: str = "centre",
     silence_edge_ms: Optional[float] = None,
     recentre: bool = False,
     progress: bool = False,

@@ -73,7 +73,7 @@ TEST(WordSpans, WordsOfTheCleanedTextLoseTheirPunctuation) {
 }
 
 // "ab cd, ef.": a one-frame space between ab and cd, seven frames of ", " before ef, a final ".".
-TEST(WordSpans, ShortGapsGoToTheNextWordOrAreSplitLongOnesArePauses) {
+TEST(WordSpans, ShortGapsAreSplitOrGoToTheNextWordLongOnesArePauses) {
   const auto tokens = char_tokens("ab cd, ef.", {2, 3, 1, 2, 2, 5, 2, 1, 1, 4});
   const std::vector<std::string> words = {"ab", "cd", "ef"};
   WordSpanOptions o;
@@ -81,25 +81,28 @@ TEST(WordSpans, ShortGapsGoToTheNextWordOrAreSplitLongOnesArePauses) {
   WordIntervals w = word_intervals(tokens, words, o);
   EXPECT_TRUE(w.labels_from_text);
   EXPECT_EQ(w.words, 3);
-  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 17, ""}, {17, 19, "ef"}, {19, 23, ""}}));
-  // Below the pause threshold the 7-frame gap is split at its middle (the default): 3 frames to
-  // "cd", 4 to "ef" ...
+  // By default (kCentre) ab's one-frame space is split at its exact middle; the seven frames
+  // before ef are a pause.
+  expect_intervals(w.intervals,
+                   expected({{0, 5.5, "ab"}, {5.5, 10, "cd"}, {10, 17, ""}, {17, 19, "ef"}, {19, 23, ""}}));
+  // Below the pause threshold the 7-frame gap is split as well, 3.5 frames a side ...
   o.min_pause_frames = 8;
   w = word_intervals(tokens, words, o);
+  expect_intervals(w.intervals,
+                   expected({{0, 5.5, "ab"}, {5.5, 13.5, "cd"}, {13.5, 19, "ef"}, {19, 23, ""}}));
+  // ... or, kMiddle, at its middle rounded down to a frame: 3 frames to "cd", 4 to "ef", and ab's
+  // one-frame space whole to cd ...
+  o.junction = Junction::kMiddle;
+  w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
-  // ... or, kNextWord, it is the next word's onset ...
+  // ... or, kNextWord, it is the next word's onset.
   o.junction = Junction::kNextWord;
   w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 10, "cd"}, {10, 19, "ef"}, {19, 23, ""}}));
-  // ... or, kCentre, it is split at its exact middle, 3.5 frames a side; ab's one-frame space,
-  // which the other two give to cd, is halved too.
   o.junction = Junction::kCentre;
   w = word_intervals(tokens, words, o);
   expect_intervals(w.intervals,
                    expected({{0, 5.5, "ab"}, {5.5, 13.5, "cd"}, {13.5, 19, "ef"}, {19, 23, ""}}));
-  o.junction = Junction::kMiddle;
-  w = word_intervals(tokens, words, o);
-  expect_intervals(w.intervals, expected({{0, 5, "ab"}, {5, 13, "cd"}, {13, 19, "ef"}, {19, 23, ""}}));
   // Tokens: one interval each, back to back.
   const auto t = token_intervals(tokens);
   ASSERT_EQ(t.size(), 10u);
@@ -123,7 +126,7 @@ TEST(WordSpans, BlanksAndALeadingSpaceAndAMismatchedWordList) {
   WordSpanOptions o;
   o.min_pause_frames = 4;
   WordIntervals w = word_intervals(tokens, {"i'm", "ok"}, o);
-  expect_intervals(w.intervals, expected({{0, 4, ""}, {4, 13, "i'm"}, {13, 20, "ok"}, {20, 26, ""}}));
+  expect_intervals(w.intervals, expected({{0, 4, ""}, {4, 13.5, "i'm"}, {13.5, 20, "ok"}, {20, 26, ""}}));
   // A word list that does not match the token groups: the groups spell the labels.
   w = word_intervals(tokens, {"im", "o", "k"}, o);
   EXPECT_FALSE(w.labels_from_text);
@@ -184,12 +187,14 @@ TEST(TextGrid, WrittenThenParsedBackCoversTheUtteranceContiguously) {
   EXPECT_EQ(labels, (std::vector<std::string>{"ab", "cd", "", "ef", ""}));
   // Inside the utterance a boundary before frame s lies at (s - 0.5) * hop / rate (frame s is
   // centred on s * hop); the first is 0, the last the end.
-  const auto at = [](int64_t s) { return s == 0 ? 0.0 : (static_cast<double>(s) - 0.5) * 256 / 22050; };
-  const std::vector<int64_t> word_edges = {0, 5, 10, 18, 20, 25};
+  // The one-frame space between ab and cd is split at its exact middle (the default), so that
+  // boundary lies at frame 5's centre.
+  const auto at = [](double s) { return s == 0 ? 0.0 : (s - 0.5) * 256 / 22050; };
+  const std::vector<double> word_edges = {0, 5.5, 10, 18, 20, 25};
   for (size_t i = 0; i < g.tiers[0].intervals.size(); ++i) {
-    EXPECT_EQ(g.tiers[0].intervals[i].xmin, at(word_edges[i])) << i;
+    EXPECT_NEAR(g.tiers[0].intervals[i].xmin, at(word_edges[i]), 1e-12) << i;
   }
-  EXPECT_EQ(g.tiers[0].intervals[1].xmin, 4.5 * 256 / 22050);
+  EXPECT_NEAR(g.tiers[0].intervals[1].xmin, 5.0 * 256 / 22050, 1e-12);
   // Tokens: every symbol, quotes and spaces included, each from its first frame.
   int64_t frame = 0;
   ASSERT_EQ(g.tiers[1].intervals.size(), u.tokens.size());
@@ -825,10 +830,10 @@ TEST_F(AlignRun, RecentringMovesTheTextGridsByTheReportedOffset) {
   }
 }
 
-// align's default splits the frames between touching words at their middle (kNextWord helps
-// against one voice's references and hurts against another's): the default TextGrids are
-// kMiddle's, which differ from kNextWord's.
-TEST_F(AlignRun, TouchingWordsMeetAtTheMiddleOfTheFramesBetweenThemByDefault) {
+// align's default splits the frames between touching words at their exact middle, without
+// rounding to the frame grid (kMiddle's rounding down and kNextWord's onset are the other rules):
+// the default TextGrids are kCentre's, which differ from both others'.
+TEST_F(AlignRun, TouchingWordsMeetAtTheExactMiddleOfTheFramesBetweenThemByDefault) {
   ASSERT_FALSE(checkpoint_->empty());
   AlignOptions o = cpu_options("junction_default");
   align_dataset(o);
@@ -841,15 +846,15 @@ TEST_F(AlignRun, TouchingWordsMeetAtTheMiddleOfTheFramesBetweenThemByDefault) {
   o.out_dir = *dir_ / "junction_centre";
   o.junction = Junction::kCentre;
   align_dataset(o);
-  int differ = 0, differ_centre = 0;
+  int differ_next = 0, differ_middle = 0;
   for (const std::string id : {"TINY-100", "TINY-101", "TINY-102", "TINY-103", "TINY-104"}) {
     const std::string as_default = format_textgrid(textgrid_of("junction_default", id));
-    EXPECT_EQ(as_default, format_textgrid(textgrid_of("junction_middle", id))) << id;
-    differ += as_default != format_textgrid(textgrid_of("junction_next", id));
-    differ_centre += as_default != format_textgrid(textgrid_of("junction_centre", id));
+    EXPECT_EQ(as_default, format_textgrid(textgrid_of("junction_centre", id))) << id;
+    differ_next += as_default != format_textgrid(textgrid_of("junction_next", id));
+    differ_middle += as_default != format_textgrid(textgrid_of("junction_middle", id));
   }
-  EXPECT_GT(differ, 0) << "no utterance has a space of two frames or more: the test tells nothing";
-  EXPECT_GT(differ_centre, 0) << "no utterance has an odd count of frames between words";
+  EXPECT_GT(differ_next, 0) << "no utterance has a gap between words: the test tells nothing";
+  EXPECT_GT(differ_middle, 0) << "no utterance has an odd count of frames between words";
 }
 
 // An official Glow-TTS file (what convert_weights --to-official writes) aligns like the monoflow

@@ -23,7 +23,7 @@ def test_durations_sum_to_each_mel_length(checkpoint, corpus):
         assert len(result.tokens[uid]) == durations.numel()
 
 
-@pytest.mark.parametrize("junction", ["next", "centre"])
+@pytest.mark.parametrize("junction", ["next", "middle"])
 def test_durations_and_textgrids_are_the_align_tools(checkpoint, corpus, tool, tmp_path, junction):
     out = tmp_path / "tool"
     subprocess.run([tool("align"), "--checkpoint", checkpoint, "--dataset-dir", corpus, "--out", str(out),

@@ -47,7 +47,7 @@ struct AlignOptions {
   // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
   double min_pause_ms = 40.0;
   // Where touching words meet (WordSpanOptions::junction).
-  Junction junction = Junction::kMiddle;
+  Junction junction = Junction::kCentre;
   // How far the word edges at the leading and trailing silence move into their words
   // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
   // 23.2 ms in the LJSpeech recipe); 0: not at all.

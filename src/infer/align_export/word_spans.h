@@ -40,12 +40,12 @@ struct WordSpanOptions {
   // become a pause interval ("") when they last at least this long; shorter ones go to the two
   // words, which touch, as words do in connected speech, as `junction` says.
   int64_t min_pause_frames = 4;
-  // kNextWord moves each such boundary earlier by half those frames: 2-6 points more within 25 ms
-  // against espeak-ng's word events, 5-6 points fewer against flite's; kCentre moves the boundary
-  // of an odd count half a frame later than kMiddle, which helps against flite's references and
-  // hurts against espeak-ng's (docs/accuracy.md, "Where touching words meet"), so neither is the
-  // default.
-  Junction junction = Junction::kMiddle;
+  // kCentre, the default, splits them where the model's frames put the middle, without rounding
+  // to the frame grid; kMiddle's rounding down moves the boundary of an odd count half a frame
+  // earlier, which helps against espeak-ng's word events and hurts against flite's and awb's
+  // segments, and kNextWord moves each boundary earlier by half those frames (docs/accuracy.md,
+  // "Where touching words meet").
+  Junction junction = Junction::kCentre;
 };
 
 // The cleaned text's words, as the word tier labels them: split at whitespace, leading and
