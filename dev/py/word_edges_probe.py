@@ -2,8 +2,8 @@
 """How far can a rule applied to `align`'s word boundaries go? A probe, not part of `align`.
 
 Rebuilds align's word tier from its durations/<id>.json (the same rules as
-src/infer/align_export/word_spans.cpp with the defaults: each word with the blanks around it,
-gaps under 4 frames split at their middle, a boundary half a frame before its frame), then moves
+src/infer/align_export/word_spans.cpp with the defaults before 2026-12-07: each word with the
+blanks around it, gaps under 4 frames split at their middle rounded down (`--junction middle`), a boundary half a frame before its frame), then moves
 boundaries to where the audio falls silent and scores every variant against the voice's word
 timings as scripts/score_alignment.py does (its boundary_errors):
 
@@ -96,8 +96,8 @@ def min_pause_frames(frame_s):
 
 def word_edges(frames, frame_s, exact_middle=False):
     """Each word's start and end (s): a boundary half a frame before its frame, and words whose
-    gap is under min_pause_frames touching at its middle (rounded down to a frame, as align's
-    default, or exactly, as `--junction centre`)."""
+    gap is under min_pause_frames touching at its middle (rounded down to a frame, as `--junction
+    middle`, or exactly, as `--junction centre`, align's default since 2026-12-07)."""
     begin = [(b - 0.5) * frame_s for b, _ in frames]
     end = [(e - 0.5) * frame_s for _, e in frames]
     min_pause = min_pause_frames(frame_s)

@@ -42,7 +42,7 @@ RECIPE_MINUTES=${RECIPE_MINUTES:-0}
 RECIPE_SAVE_EVERY=${RECIPE_SAVE_EVERY:-}  # steps between scored checkpoints (empty: the last alone)
 RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they differ from the parity runs'
 # Another shape of the recipe, for trying one on every voice: more train settings (--set words,
-# e.g. "--set data.win_length=512") and more align arguments (e.g. "--junction centre"). Give such
+# e.g. "--set data.win_length=512") and more align arguments (e.g. "--junction middle"). Give such
 # a try its own WORK, since a finished recipe is not run again.
 RECIPE_SETS=${RECIPE_SETS:-}
 RECIPE_ALIGN=${RECIPE_ALIGN:-}

@@ -23,12 +23,14 @@ def test_durations_sum_to_each_mel_length(checkpoint, corpus):
         assert len(result.tokens[uid]) == durations.numel()
 
 
-@pytest.mark.parametrize("junction", ["next", "middle"])
+@pytest.mark.parametrize("junction", [None, "next", "middle"])  # None: each one's default
 def test_durations_and_textgrids_are_the_align_tools(checkpoint, corpus, tool, tmp_path, junction):
     out = tmp_path / "tool"
+    chosen = [] if junction is None else ["--junction", junction]
     subprocess.run([tool("align"), "--checkpoint", checkpoint, "--dataset-dir", corpus, "--out", str(out),
-                    "--device", "cpu", "-q", "--junction", junction], check=True, capture_output=True)
-    mine = monoflow.align(checkpoint, dataset_dir=corpus, out_dir=str(tmp_path / "api"), junction=junction)
+                    "--device", "cpu", "-q"] + chosen, check=True, capture_output=True)
+    kwargs = {} if junction is None else {"junction": junction}
+    mine = monoflow.align(checkpoint, dataset_dir=corpus, out_dir=str(tmp_path / "api"), **kwargs)
     assert mine.summary_path == str(tmp_path / "api" / "summary.tsv") and os.path.exists(mine.summary_path)
     for uid, durations in mine.durations.items():
         expected = np.load(out / "durations" / (uid + ".npy"))

@@ -56,7 +56,8 @@ struct AlignOptions {
   // it (recentre.h); the TextGrids move, the durations stay MAS's frames. Not below
   // `recentre_min_junctions` junctions in the dataset (too few to tell). Opt-in: the offset rests
   // on a constant calibrated on one voice's word events (recentre.h), which on another voice
-  // becomes a bias of its own. Checkpoints of one frame grid only (UserError otherwise).
+  // becomes a bias of its own. It was calibrated with Junction::kMiddle, which it then uses in
+  // place of kCentre. Checkpoints of one frame grid only (UserError otherwise).
   bool recentre = false;
   int64_t recentre_min_junctions = 200;
   bool progress = true;  // the progress line on stderr

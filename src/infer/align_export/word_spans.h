@@ -42,8 +42,8 @@ struct WordSpanOptions {
   int64_t min_pause_frames = 4;
   // kCentre, the default, splits them where the model's frames put the middle, without rounding
   // to the frame grid; kMiddle's rounding down moves the boundary of an odd count half a frame
-  // earlier, which helps against espeak-ng's word events and hurts against flite's and awb's
-  // segments, and kNextWord moves each boundary earlier by half those frames (docs/accuracy.md,
+  // earlier, which helps against espeak-ng's word events and Festival's segments and hurts
+  // against the flite voices' segments, and kNextWord moves each boundary earlier by half those frames (docs/accuracy.md,
   // "Where touching words meet").
   Junction junction = Junction::kCentre;
 };
