@@ -18,15 +18,17 @@ namespace {
 std::string recentring(const monoflow::train::AlignOptions& o, const monoflow::train::AlignReport& r) {
   char text[160];
   if (!o.recentre) return "as MAS placed them";
-  // frame_grids.cpp: recentring splits touching words by its calibration's rule.
-  const char* rule = o.junction == monoflow::train::Junction::kCentre ? "; touching words split by --junction middle" : "";
+  // Recentring may split touching words by another rule than --junction (word_tier_junction).
+  const monoflow::train::Junction used = monoflow::train::word_tier_junction(o);
+  const std::string rule =
+      used == o.junction ? "" : std::string("; touching words split by --junction ") + monoflow::train::junction_name(used);
   if (r.recentred_ms == 0) {
     std::snprintf(text, sizeof text, "not recentred (%lld word junctions; the offset could not be told)%s",
-                  static_cast<long long>(r.junctions), rule);
+                  static_cast<long long>(r.junctions), rule.c_str());
   } else {
     std::snprintf(text, sizeof text, "recentred: boundaries moved %.1f ms %s (from %lld word junctions)%s",
                   std::abs(r.recentred_ms), r.recentred_ms > 0 ? "earlier" : "later", static_cast<long long>(r.junctions),
-                  rule);
+                  rule.c_str());
   }
   return text;
 }
@@ -56,16 +58,16 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", o.cache_dir, "feature cache")->default_str("data.cache_dir (the run's cache)");
   app.add_option("--min-pause-ms", o.min_pause_ms,
                  "a gap between two words this long or longer is a pause interval; shorter ones are split");
-  std::string junction = "centre";
+  std::string junction = monoflow::train::junction_name(o.junction);
   app.add_option("--junction", junction,
                  "where two words meet when the frames between them (the space token, punctuation) are too few "
                  "for a pause: centre (their exact middle, half a frame into the middle one when they are an odd "
                  "count, as a single space frame is: no rounding to the frame grid), middle (split at their middle, "
                  "rounded down to a frame: half a frame earlier than centre at an odd count; better against "
-                 "espeak-ng's word events and Festival's segments, worse against flite's) or next (they are the next word's onset: the "
-                 "boundary is where they begin). "
-                 "Each voice's references set words apart at their own place: docs/accuracy.md \"Where touching "
-                 "words meet\"")
+                 "espeak-ng's word events and Festival's segments, worse against flite's) or next (they are the "
+                 "next word's onset: the boundary is where they begin). "
+                 "Each voice's references set words apart at their own place: docs/accuracy.md \"Touching words "
+                 "at the exact middle\"")
       ->check(CLI::IsMember({"middle", "next", "centre"}))
       ->capture_default_str();
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
@@ -77,7 +79,8 @@ int main(int argc, char** argv) {
                "move the TextGrids' boundaries by the run's offset that the spectral change at word junctions "
                "tells. Off by default: its constant (the change peaks 1.29 frames after a boundary) was "
                "calibrated on espeak-ng's en-us word events of the default corpus with touching words split by "
-               "--junction middle, which it then uses in place of centre; on another voice it becomes a bias of its own (docs/accuracy.md, \"Alignment accuracy\")");
+               "--junction middle, which it then uses in place of centre; on another voice it becomes a bias of "
+               "its own (docs/accuracy.md, \"Alignment accuracy\")");
   app.add_flag("--images", o.images, "also write the MAS path of each utterance as a PNG");
   app.add_flag("--quiet,-q", quiet, "no progress line");
   return monoflow::cli_main(app, argc, argv, monoflow::CliStyle("align").blank_line(), [&] {

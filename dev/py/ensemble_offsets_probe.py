@@ -14,8 +14,8 @@ scripts/score_alignment.py does:
         --durations .parity-work/recipe/flite/s{1,2,3}-ckpt_000002500/aligned/durations
 
 Variants: shipped (the lower median; touching words split at the middle frame, as align's
-default before 2026-12-07, `--junction middle`); centre (the same boundaries, touching words split at their exact middle, as
-`--junction centre`); aligned-median and aligned-mean (the runs' offsets out, then the median or
+default before 2026-12-07, `--junction middle`); centre (the same boundaries, touching words
+split at their exact middle, as `--junction centre`); aligned-median and aligned-mean (the runs' offsets out, then the median or
 the mean of the boundaries, a fraction of a frame; split at the exact middle). --per-utterance
 measures each run's offset in each utterance instead. docs/accuracy.md ("Other shapes of the
 aligner") has the figures. Needs numpy.

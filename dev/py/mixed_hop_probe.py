@@ -5,9 +5,9 @@ reads durations files only, so it needs no checkpoints, and it splits no short g
 medians as `align` does.
 
 Each run's durations (align's durations/ folder, one per run, any hop)
-become word edges in seconds, as align's default word tier placed them before 2026-12-07 (`--junction middle`; word_edges_probe.py's
-rule, with align's 40-ms pause threshold in that run's frames); each word's start and end is then
-the median over the runs, and the result is scored as scripts/score_alignment.py does:
+become word edges in seconds, as align's default word tier placed them before 2026-12-07
+(`--junction middle`; word_edges_probe.py's rule, with align's 40-ms pause threshold in that
+run's frames); each word's start and end is then the median over the runs, and the result is scored as scripts/score_alignment.py does:
 
     python3 dev/py/mixed_hop_probe.py --corpus .parity/corpora/default \\
         --durations RUN1/aligned/durations RUN2/aligned/durations ...

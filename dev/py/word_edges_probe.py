@@ -3,7 +3,8 @@
 
 Rebuilds align's word tier from its durations/<id>.json (the same rules as
 src/infer/align_export/word_spans.cpp with the defaults before 2026-12-07: each word with the
-blanks around it, gaps under 4 frames split at their middle rounded down (`--junction middle`), a boundary half a frame before its frame), then moves
+blanks around it, gaps under 4 frames split at their middle rounded down (`--junction middle`),
+a boundary half a frame before its frame), then moves
 boundaries to where the audio falls silent and scores every variant against the voice's word
 timings as scripts/score_alignment.py does (its boundary_errors):
 

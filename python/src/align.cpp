@@ -126,7 +126,7 @@ void bind_align(py::module_& m) {
       py::arg("out_dir") = py::none(), py::arg("config") = py::none(),
       py::arg("overrides") = std::vector<std::string>{}, py::arg("device") = "cpu", py::arg("batch_size") = 0,
       py::arg("cache_dir") = py::none(), py::arg("images") = false,
-      py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms, py::arg("junction") = "centre",
+      py::arg("min_pause_ms") = AlignOptions{}.min_pause_ms, py::arg("junction") = train::junction_name(AlignOptions{}.junction),
       py::arg("silence_edge_ms") = py::none(), py::arg("recentre") = false, py::arg("progress") = false);
 }
 

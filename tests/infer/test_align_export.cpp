@@ -72,6 +72,15 @@ TEST(WordSpans, WordsOfTheCleanedTextLoseTheirPunctuation) {
   EXPECT_TRUE(words_of(" . , ").empty());
 }
 
+// The tool's and the Python module's --junction names read back to the rules they name.
+TEST(WordSpans, JunctionNamesReadBack) {
+  for (const Junction j : {Junction::kMiddle, Junction::kNextWord, Junction::kCentre}) {
+    EXPECT_EQ(junction_named(junction_name(j)), j) << junction_name(j);
+  }
+  EXPECT_STREQ(junction_name(Junction::kCentre), "centre");
+  EXPECT_FALSE(junction_named("late").has_value());
+}
+
 // "ab cd, ef.": a one-frame space between ab and cd, seven frames of ", " before ef, a final ".".
 TEST(WordSpans, ShortGapsAreSplitOrGoToTheNextWordLongOnesArePauses) {
   const auto tokens = char_tokens("ab cd, ef.", {2, 3, 1, 2, 2, 5, 2, 1, 1, 4});

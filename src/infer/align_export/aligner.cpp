@@ -120,6 +120,10 @@ void write_utterance(const std::string& out_dir, const UtteranceAlignment& u, co
 
 }  // namespace
 
+Junction word_tier_junction(const AlignOptions& o) {
+  return o.recentre && o.junction == Junction::kCentre ? Junction::kMiddle : o.junction;
+}
+
 AlignReport align_dataset(const AlignOptions& o) {
   const auto start = Clock::now();
   check_options(o);

@@ -47,7 +47,7 @@ struct AlignOptions {
   // Pause threshold of the word tier (WordSpanOptions::min_pause_frames, in milliseconds).
   double min_pause_ms = 40.0;
   // Where touching words meet (WordSpanOptions::junction).
-  Junction junction = Junction::kCentre;
+  Junction junction = WordSpanOptions{}.junction;
   // How far the word edges at the leading and trailing silence move into their words
   // (pull_edges_from_silence); < 0: half the analysis window (data.win_length / 2 samples,
   // 23.2 ms in the LJSpeech recipe); 0: not at all.
@@ -89,5 +89,9 @@ struct AlignReport {
 // ids) follow data.on_bad_line: skip reports each as "warning: file:line: ... (skipped)", error
 // throws a FileError naming file:line. UserError / FileError for options, config or checkpoint.
 AlignReport align_dataset(const AlignOptions& options);
+
+// The rule the word tier splits touching words by: options.junction, but kMiddle in place of
+// kCentre under recentre, the rule recentring's constant was calibrated with (recentre.h).
+Junction word_tier_junction(const AlignOptions& options);
 
 }  // namespace monoflow::train

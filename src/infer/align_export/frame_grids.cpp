@@ -64,9 +64,7 @@ FrameGrid frame_grid(const Config& c, const AlignOptions& o) {
   FrameGrid g;
   g.config = c;
   g.timing = FrameTiming{c.data.mel.hop_length, c.data.mel.sampling_rate, c.data.mel.win_length};
-  // Recentring's constant was measured with touching words split at the middle rounded down
-  // (recentre.h): under --recentre the default's exact middle gives way to that rule.
-  g.spans.junction = o.recentre && o.junction == Junction::kCentre ? Junction::kMiddle : o.junction;
+  g.spans.junction = word_tier_junction(o);
   g.spans.min_pause_frames =
       static_cast<int64_t>(std::ceil(o.min_pause_ms / 1000.0 * c.data.mel.sampling_rate / c.data.mel.hop_length - 1e-9));
   g.silence_edge_s = o.silence_edge_ms >= 0 ? o.silence_edge_ms / 1000.0

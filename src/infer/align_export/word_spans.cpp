@@ -65,6 +65,15 @@ std::optional<Junction> junction_named(const std::string& name) {
   return std::nullopt;
 }
 
+const char* junction_name(Junction junction) {
+  switch (junction) {
+    case Junction::kMiddle: return "middle";
+    case Junction::kNextWord: return "next";
+    case Junction::kCentre: return "centre";
+  }
+  return "centre";
+}
+
 std::vector<std::string> words_of(const std::string& cleaned_text) {
   std::vector<std::string> out;
   std::istringstream in(cleaned_text);

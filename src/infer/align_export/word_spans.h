@@ -34,6 +34,8 @@ enum class Junction {
 
 // "middle", "next", "centre" (align --junction); nullopt for another name.
 std::optional<Junction> junction_named(const std::string& name);
+// The name junction_named reads back.
+const char* junction_name(Junction junction);
 
 struct WordSpanOptions {
   // Frames between two words that are not a word's sound (the space token, punctuation, blanks)
@@ -43,8 +45,8 @@ struct WordSpanOptions {
   // kCentre, the default, splits them where the model's frames put the middle, without rounding
   // to the frame grid; kMiddle's rounding down moves the boundary of an odd count half a frame
   // earlier, which helps against espeak-ng's word events and Festival's segments and hurts
-  // against the flite voices' segments, and kNextWord moves each boundary earlier by half those frames (docs/accuracy.md,
-  // "Where touching words meet").
+  // against the flite voices' segments, and kNextWord moves each boundary earlier by half those
+  // frames (docs/accuracy.md, "Touching words at the exact middle", "Where touching words meet").
   Junction junction = Junction::kCentre;
 };
 
