@@ -46,6 +46,9 @@ RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they dif
 # a try its own WORK, since a finished recipe is not run again.
 RECIPE_SETS=${RECIPE_SETS:-}
 RECIPE_ALIGN=${RECIPE_ALIGN:-}
+# The runs together scored a second time with these align arguments too (e.g. "--junction middle"),
+# into recipe/<corpus>/final-compare: two rules on the same checkpoints.
+RECIPE_COMPARE=${RECIPE_COMPARE:-}
 # Runs of several shapes together: RECIPE_VARIANTS lists train settings separated by ';', each
 # trained once per seed (the first as run-s<seed>, the k-th after it as run-v<k>-s<seed>), and
 # align combines them all. Unset: README's recipe, the config's frames and 5.8 ms frames; empty
@@ -236,6 +239,9 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
   echo "${seeds[*]}" > "$dir/final/seeds.txt"
   echo "parity: recipe on $corpus (${#lasts[@]} runs together, seeds ${seeds[*]}): $(grep -m1 -i median "$dir/final/score.txt")"
+  if [ -n "$RECIPE_COMPARE" ] && RECIPE_ALIGN="$RECIPE_ALIGN $RECIPE_COMPARE" recipe_score "$corpus" "$dir/final-compare" "${lasts[@]}"; then
+    echo "parity: recipe on $corpus, the same runs with $RECIPE_COMPARE: $(grep -m1 -i median "$dir/final-compare/score.txt")"
+  fi
   ((failed == 0)) || return 1
   cp "$dir/final/score.json" "$dir.json"
 }
