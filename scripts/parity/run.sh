@@ -249,8 +249,11 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
 recipe_train() {  # corpus run seed [variant sets]: one run of the recipe; run.done when it finished
   local corpus=$1 run=$2 seed=$3 variant=${4:-}
   rm -rf "$run"
+  # --foreground keeps timeout (and so train) in the caller's process group: a timeout around the
+  # whole call then stops the runs too, where a timeout of its own group left them training into
+  # the next call's runs of the same seeds.
   # shellcheck disable=SC2086
-  timeout $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
+  timeout --foreground $((RECIPE_MINUTES * 60 + 180)) "$BIN/train" --config "$RECIPE_CONFIG" --run-dir "$run" \
     --max-minutes "$RECIPE_MINUTES" $(data_sets "$corpus") --set train.seed="$seed" --set run.tensorboard=false \
     $RECIPE_SETS $variant $RECIPE_THREADS $([ -n "${RECIPE_SAVE_EVERY:-}" ] && echo "--set train.checkpoint_interval=$RECIPE_SAVE_EVERY --set train.keep_checkpoints=100" \
       || echo "--set train.keep_checkpoints=2") > "$run.log" 2>&1 && touch "$run.done"
