@@ -7,7 +7,9 @@
   aligns.jsonl                    per run and step, the score_alignment.py JSON of align's output
   recipe/<corpus>/<name>/score.json  the alignment recipe: each run's checkpoints alone
                                   (s<seed>-ckpt_<step>) and the runs together (final; its
-                                  seeds.txt names them, where run.sh wrote it)
+                                  seeds.txt names them, where run.sh wrote it), and again
+                                  with RECIPE_COMPARE's align arguments (final-compare; its
+                                  args.txt names them)
 
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
@@ -94,16 +96,22 @@ def recipe_tables(work):
         corpus = os.path.basename(os.path.dirname(corpus_dir))
         scores = []
         for path in sorted(glob.glob(os.path.join(corpus_dir, "*", "score.json"))):
-            name = os.path.basename(os.path.dirname(path))
-            if name == "final":
+            folder = os.path.dirname(path)
+            name = os.path.basename(folder)
+            if name in ("final", "final-compare"):
                 name = "runs together"
-                seeds = os.path.join(os.path.dirname(path), "seeds.txt")
+                args = os.path.join(folder, "args.txt")
+                if os.path.exists(args):  # final-compare: the same runs, RECIPE_COMPARE's align arguments
+                    with open(args) as f:
+                        name += f", align {f.read().strip()}"
+                seeds = os.path.join(corpus_dir, "final", "seeds.txt")
                 if os.path.exists(seeds):  # which runs (run.sh leaves failed ones out)
                     with open(seeds) as f:
                         name += f" (seeds {', '.join(f.read().split())})"
             with open(path) as f:
                 scores.append((name, json.load(f)))
-        scores.sort(key=lambda item: item[0].startswith("runs together"))  # the recipe's figure last
+        # The recipe's figure last, and after it the same runs with the compared align arguments.
+        scores.sort(key=lambda item: (item[0].startswith("runs together"), item[0].startswith("runs together, align")))
         if not scores:
             continue
         out.append(f"## {corpus}: alignment recipe\n\n| checkpoints | median abs. ms | median signed ms "

@@ -239,6 +239,9 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
   echo "${seeds[*]}" > "$dir/final/seeds.txt"
   echo "parity: recipe on $corpus (${#lasts[@]} runs together, seeds ${seeds[*]}): $(grep -m1 -i median "$dir/final/score.txt")"
+  if [ -n "$RECIPE_COMPARE" ]; then  # the same runs with other align arguments, which args.txt names
+    mkdir -p "$dir/final-compare" && echo "$RECIPE_COMPARE" > "$dir/final-compare/args.txt"
+  fi
   if [ -n "$RECIPE_COMPARE" ] && RECIPE_ALIGN="$RECIPE_ALIGN $RECIPE_COMPARE" recipe_score "$corpus" "$dir/final-compare" "${lasts[@]}"; then
     echo "parity: recipe on $corpus, the same runs with $RECIPE_COMPARE: $(grep -m1 -i median "$dir/final-compare/score.txt")"
   fi

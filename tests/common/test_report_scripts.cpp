@@ -249,6 +249,41 @@ TEST(ParityReport, RecipeTableNamesTheSeedsTheRunsTogetherHold) {
   run("rm -rf '" + work + "'", &status);
 }
 
+// RECIPE_COMPARE's second scoring of the runs together (final-compare, its align arguments in
+// args.txt) follows the first as the last row, named by those arguments and the same seeds.
+TEST(ParityReport, RecipeTableNamesTheComparedAlignArgumentsLast) {
+  const std::string script = python_script("scripts/parity/report.py");
+  const std::string work = testing::TempDir() + "parity_report_compare";
+  int status = 0;
+  const std::string corpus = work + "/recipe/flite/";
+  run("rm -rf '" + work + "' && mkdir -p '" + corpus + "final' '" + corpus + "final-compare' '" + corpus +
+          "s1-ckpt_000002500'",
+      &status);
+  ASSERT_EQ(status, 0);
+  const auto score = [&](const std::string& name, double median, double w25) {
+    std::ofstream(corpus + name + "/score.json") << "{\"median_abs_ms\": " << median
+                                                  << ", \"median_signed_ms\": -1.0, \"within_10ms\": 0.7, "
+                                                  << "\"within_25ms\": " << w25 << ", \"within_50ms\": 0.99}\n";
+  };
+  score("final", 5.4, 0.971);
+  score("final-compare", 5.8, 0.970);
+  score("s1-ckpt_000002500", 7.5, 0.93);
+  std::ofstream(corpus + "final/seeds.txt") << "1 v1-1\n";
+  std::ofstream(corpus + "final-compare/args.txt") << "--junction middle\n";
+  const std::string out = run(script + "--work " + work + " --steps 1500 2>&1", &status);
+  ASSERT_EQ(status, 0) << out;
+  const size_t seed = out.find("| s1-ckpt_000002500 | 7.5 |");
+  const size_t together = out.find("| runs together (seeds 1, v1-1) | 5.4 | -1.0 | 70.0% | 97.1% | 99.0% |");
+  const size_t compared =
+      out.find("| runs together, align --junction middle (seeds 1, v1-1) | 5.8 | -1.0 | 70.0% | 97.0% | 99.0% |");
+  ASSERT_NE(seed, std::string::npos) << out;
+  ASSERT_NE(together, std::string::npos) << out;
+  ASSERT_NE(compared, std::string::npos) << out;
+  EXPECT_LT(seed, together) << out;
+  EXPECT_LT(together, compared) << "the compared rule after the default: " << out;
+  run("rm -rf '" + work + "'", &status);
+}
+
 // Parity runs at equal steps: besides the table's means, each run's validation total and
 // alignment, seeds in numeric order (s10 after s9), and a run without an alignment score keeps
 // its total.
