@@ -3,6 +3,10 @@
 #   [TARGETS="a b"] [CTEST_REGEX=re] [CTEST_TIMEOUT=s] [TESTS=0] [HOOKS="mas train"] scripts/gpu.sh   builds with CUDA against the machine's torch, runs the CUDA test
 #                            suites and the benchmarks, and prints a short table last.
 # Prepare here first with scripts/gpu-deps.sh; the call carries .deps/root. Results go to $OUT.
+# The hooks run their binaries under `timeout --foreground`, which keeps them in this call's
+# process group, so that a timeout around the whole call (`timeout 570 bash scripts/gpu.sh`) stops
+# them too: under a plain `timeout`, in a group of its own, a binary outlived its call and ran on
+# beside the next call's work on the same machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

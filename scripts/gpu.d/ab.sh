@@ -29,7 +29,7 @@ for round in $(seq "${AB_ROUNDS:-1}"); do
     bin=$BIN; [ $side = base ] && bin="$BASE_BUILD/bin/bench_train_step"
     echo "-- run $n: $side"
     # shellcheck disable=SC2086
-    timeout 300 "$bin" --config configs/ljspeech.yaml --csv "$OUT/ab_${n}_$side.csv" $ARGS 2> "$OUT/ab_run.log" > /dev/null ||
+    timeout --foreground 300 "$bin" --config configs/ljspeech.yaml --csv "$OUT/ab_${n}_$side.csv" $ARGS 2> "$OUT/ab_run.log" > /dev/null ||
       { echo "bench_train_step exit $?"; tail -5 "$OUT/ab_run.log"; rc=1; }
     grep -E "^(backend|cpu|cuda)" "$OUT/ab_run.log"
   done

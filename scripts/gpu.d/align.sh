@@ -27,7 +27,7 @@ overrides=()
 for kv in ${ALIGN_SET:-}; do overrides+=(--set "$kv"); done
 resume=()
 ls "$RUN"/checkpoints/ckpt_*.pt > /dev/null 2>&1 && resume=(--resume)
-timeout $((MINUTES * 60 + 120)) "$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" \
+timeout --foreground $((MINUTES * 60 + 120)) "$BUILD/bin/train" --config "$CONFIG" --run-dir "$RUN" --max-minutes "$MINUTES" \
   --set data.dataset_dir=$CORPUS --set data.cache_dir=$A/cache "${overrides[@]}" "${resume[@]}" > "$A/train.log" 2>&1
 echo "train exit $?: $(grep -E '^done' "$A/train.log" | tail -1)"
 ckpt=$(ls "$RUN"/checkpoints/ckpt_*.pt 2>/dev/null | tail -1)

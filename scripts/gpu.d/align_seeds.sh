@@ -47,7 +47,7 @@ for name in $CHOICES; do
     run=$W/run_${name}_$seed cache=$W/cache_$name
     overrides=(--set train.seed=$seed --set train.max_steps=$STEPS --set data.dataset_dir=$CORPUS --set data.cache_dir=$cache)
     for kv in ${CHOICE[$name]} ${ALIGN_SET:-}; do overrides+=(--set "$kv"); done
-    timeout 300 "$BUILD/bin/train" --config "${ALIGN_CONFIG:-configs/quickstart.yaml}" --run-dir "$run" "${overrides[@]}" > "$W/train.log" 2>&1
+    timeout --foreground 300 "$BUILD/bin/train" --config "${ALIGN_CONFIG:-configs/quickstart.yaml}" --run-dir "$run" "${overrides[@]}" > "$W/train.log" 2>&1
     ckpt=$(ls "$run"/checkpoints/ckpt_*.pt 2>/dev/null | sort -V | tail -1)
     [ -n "$ckpt" ] || { echo "$name seed $seed: no checkpoint"; tail -3 "$W/train.log"; continue; }
     step=$(basename "$ckpt" .pt); step=$((10#${step#ckpt_}))

@@ -12,7 +12,7 @@ set -uo pipefail
 if [ -x "$BUILD/bin/winograd_conv1d_dev" ]; then
   for n in 2 "$(nproc)"; do
     echo "== winograd_conv1d_dev, $n threads"
-    OMP_NUM_THREADS=$n timeout 120 "$BUILD/bin/winograd_conv1d_dev" | tee -a "$OUT/winograd_conv1d_dev.txt"
+    OMP_NUM_THREADS=$n timeout --foreground 120 "$BUILD/bin/winograd_conv1d_dev" | tee -a "$OUT/winograd_conv1d_dev.txt"
   done
 fi
 echo "== CPU inference against the official model, same threads"
@@ -23,7 +23,7 @@ BUILD="$BUILD" OFFICIAL=.parity/glow-tts THREADS="${CPU_INFER_THREADS:-2 4 8 $(n
 # Winograd layers scale worse with threads than the layers do.
 if [ "${CPU_INFER_PROFILE:-1}" != "0" ]; then
   echo "== bench_inference --device cpu on $(nproc) threads, by op"
-  OMP_NUM_THREADS=$(nproc) timeout 120 "$BUILD/bin/bench_inference" --device cpu --calls 5 \
+  OMP_NUM_THREADS=$(nproc) timeout --foreground 120 "$BUILD/bin/bench_inference" --device cpu --calls 5 \
     --profile "$OUT/cpu_infer_profile.json" > "$OUT/cpu_infer_profile.log" 2>&1 &&
     python3 scripts/profile_cpu_ops.py --top 20 "$OUT/cpu_infer_profile.json" | tee "$OUT/cpu_infer_ops.txt"
 fi

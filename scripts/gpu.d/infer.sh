@@ -7,12 +7,12 @@ set -uo pipefail
 BIN="$BUILD/bin/bench_inference"
 [ -x "$BIN" ] || { echo "infer.sh: $BIN not built, skipped"; exit 0; }
 echo "== inference benchmark (100 symbols -> ~1800 frames, median of 20 calls)"
-timeout "${INFER_TIMEOUT:-180}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/inference.csv" \
+timeout --foreground "${INFER_TIMEOUT:-180}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/inference.csv" \
   > /dev/null 2> "$OUT/inference.log"
 rc=$?
 grep -E "^(prec|tf32|bf16|fp32)" "$OUT/inference.log" || tail -5 "$OUT/inference.log"
 echo "== the same, 16 at once (batch 16, TF32)"
-timeout "${INFER_TIMEOUT:-180}" "$BIN" --config configs/ljspeech.yaml --batch 16 --precisions tf32 \
+timeout --foreground "${INFER_TIMEOUT:-180}" "$BIN" --config configs/ljspeech.yaml --batch 16 --precisions tf32 \
   --csv "$OUT/inference_batch16.csv" > /dev/null 2> "$OUT/inference_batch16.log" || rc=1
 grep -E "^(prec|tf32)" "$OUT/inference_batch16.log" || tail -5 "$OUT/inference_batch16.log"
 exit $rc

@@ -9,14 +9,14 @@ set -uo pipefail
 BIN="$BUILD/bin/bench_mas"
 [ -x "$BIN" ] || { echo "mas.sh: $BIN not built, skipped"; exit 0; }
 echo "== MAS benchmark"
-timeout "${BENCH_TIMEOUT:-480}" "$BIN" --csv "$OUT/mas.csv" ${BENCH_MAS_ARGS:-} > "$OUT/mas.txt" 2> "$OUT/mas.log"
+timeout --foreground "${BENCH_TIMEOUT:-480}" "$BIN" --csv "$OUT/mas.csv" ${BENCH_MAS_ARGS:-} > "$OUT/mas.txt" 2> "$OUT/mas.log"
 rc=$?
 sed -n '/^backend /,/^$/p' "$OUT/mas.txt"
 [ $rc -eq 0 ] || { echo "bench_mas exit $rc"; tail -5 "$OUT/mas.log"; }
 DEV="$BUILD/bin/mas_fast_dev"
 if [ -x "$DEV" ]; then
   echo "== cuda-fast versions (mas_fast_dev, training batch)"
-  timeout 300 "$DEV" --check --k 2,4,8 > "$OUT/mas_fast_dev.txt" 2>&1 || { echo "mas_fast_dev exit $?"; rc=1; }
+  timeout --foreground 300 "$DEV" --check --k 2,4,8 > "$OUT/mas_fast_dev.txt" 2>&1 || { echo "mas_fast_dev exit $?"; rc=1; }
   grep -E "^(shape|variant|v[0-9])" "$OUT/mas_fast_dev.txt"
 fi
 exit $rc

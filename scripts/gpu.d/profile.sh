@@ -10,7 +10,7 @@ set -uo pipefail
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "profile.sh: $BIN not built, skipped"; exit 0; }
 echo "== profile of the training step (Kineto)"
-timeout "${PROFILE_TIMEOUT:-240}" "$BIN" --config configs/ljspeech.yaml --backends cuda-fast \
+timeout --foreground "${PROFILE_TIMEOUT:-240}" "$BIN" --config configs/ljspeech.yaml --backends cuda-fast \
   --precisions "${PROFILE_PRECISIONS:-tf32,bf16}" --modes "${PROFILE_MODES:-eager,graph}" --steps 10 --profile "$OUT/profile" ${PROFILE_SHAPES:+--profile-shapes} \
   > /dev/null 2> "$OUT/profile_bench.log"
 rc=$?

@@ -14,7 +14,7 @@ set -uo pipefail
 BIN="$BUILD/bin/bench_train_step"
 [ -x "$BIN" ] || { echo "train.sh: $BIN not built, skipped"; exit 0; }
 echo "== training step benchmark (B=32, ljspeech.yaml model, median of 30 steps)"
-timeout "${TRAIN_BENCH_TIMEOUT:-300}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/train_step.csv" \
+timeout --foreground "${TRAIN_BENCH_TIMEOUT:-300}" "$BIN" --config configs/ljspeech.yaml --csv "$OUT/train_step.csv" \
   ${TRAIN_STEP_ARGS:-} > "$OUT/train_step.txt" 2> "$OUT/train_step.log"
 rc=$?
 grep -E "^(backend|cpu|cuda)" "$OUT/train_step.log" || tail -5 "$OUT/train_step.log"
@@ -25,7 +25,7 @@ if [ "${TRAIN_RUN:-1}" != "0" ] && [ -s "$CORPUS/metadata.csv" ] && [ -x "$BUILD
   echo "== short training run: ljspeech.yaml model on $CORPUS, cuda backend, --compare-align"
   RUN=$OUT/train_run
   rm -rf "$RUN"
-  timeout 110 "$BUILD/bin/train" --config configs/ljspeech.yaml --run-dir "$RUN" --align-backend cuda --compare-align \
+  timeout --foreground 110 "$BUILD/bin/train" --config configs/ljspeech.yaml --run-dir "$RUN" --align-backend cuda --compare-align \
     --max-minutes "${TRAIN_RUN_MINUTES:-1}" --set data.dataset_dir=$CORPUS --set data.validation_size=8 \
     --set train.warmup_steps=400 --set train.learning_rate=0.316 --set train.log_interval=10 --set train.val_interval=100 \
     --set train.checkpoint_interval=100000 --set train.keep_checkpoints=1 --set data.cache_dir=$OUT/train_cache --set 'data.cmudict_path=""' \
