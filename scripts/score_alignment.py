@@ -30,6 +30,8 @@ joined pair), except each utterance's first onset and last offset: the silence b
 and after the last word has no token. The error is hypothesis minus reference.
 Printed: utterances, words, boundaries scored, median and mean absolute error in ms, the
 share within 10, 25 and 50 ms, and the median signed error (a constant offset shows there);
+then the same figures with that median taken off every error (JSON: less_offset), which tells
+an offset between the two sources from the spread of their boundaries about each other;
 with --row, the same figures as one CSV line after the given labels (for tables over runs).
 """
 import argparse
@@ -197,6 +199,10 @@ def score(textgrid_dir, reference_dir, tier):
     result = dict(counts)
     result.update(figures(matched))
     result["by_position"] = figures(by_position)
+    # The same boundaries with their median signed error taken off each: what is left once a
+    # constant offset between the two sources is removed, the spread alone.
+    offset = statistics.median(matched)
+    result["less_offset"] = figures([e - offset for e in matched])
     return result
 
 
@@ -229,6 +235,8 @@ def main():
           f"{r['reference_words']}, aligned {r['aligned_words']}, paired {r['paired_words']} "
           f"(+{r['paired_by_position']} by position only, not scored); boundaries {r['boundaries']}")
     print(summary_line(r))
+    print(f"  less its median signed error ({r['median_signed_ms']:+.1f} ms, a constant offset): " +
+          summary_line(r["less_offset"]))
     if r["by_position"]["boundaries"]:
         print(f"  not scored, the {r['by_position']['boundaries']} boundaries of the words paired by position: " +
               summary_line(r["by_position"]))

@@ -343,6 +343,22 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
   EXPECT_NEAR(number("within_25ms"), 3.0 / 4, 1e-9);
   EXPECT_NEAR(number("within_50ms"), 3.0 / 4, 1e-9);
   EXPECT_NE(out.find("median |error| 10.0 ms"), std::string::npos) << out;
+  // Less the median signed error (+10 ms): +10, +90, -10, -10 ms.
+  const size_t less = json.find("\"less_offset\": {");
+  ASSERT_NE(less, std::string::npos) << json;
+  const std::string less_json = json.substr(less, json.find('}', less) - less);
+  auto less_number = [&](const std::string& key) {
+    const size_t at = less_json.find("\"" + key + "\": ");
+    EXPECT_NE(at, std::string::npos) << key << " in " << less_json;
+    return std::atof(less_json.c_str() + at + key.size() + 4);
+  };
+  EXPECT_NEAR(less_number("median_signed_ms"), 0.0, 1e-6);  // by construction
+  EXPECT_NEAR(less_number("median_abs_ms"), 10.0, 1e-6);
+  EXPECT_NEAR(less_number("mean_abs_ms"), 30.0, 1e-6);
+  EXPECT_NEAR(less_number("within_25ms"), 3.0 / 4, 1e-9);
+  EXPECT_NE(out.find("less its median signed error (+10.0 ms, a constant offset): median |error| 10.0 ms, mean 30.0 ms"),
+            std::string::npos)
+      << out;
   // seven/7 on a line of its own: start +20, end +40 ms.
   EXPECT_NE(out.find("the 2 boundaries of the words paired by position: median |error| 30.0 ms"), std::string::npos)
       << out;
