@@ -6,7 +6,9 @@
 # The hooks run their binaries under `timeout --foreground`, which keeps them in this call's
 # process group, so that a timeout around the whole call (`timeout 570 bash scripts/gpu.sh`) stops
 # them too: under a plain `timeout`, in a group of its own, a binary outlived its call and ran on
-# beside the next call's work on the same machine.
+# beside the next call's work on the same machine. Three keep a plain `timeout`, because what they
+# time has children of its own that it must stop: cpu_infer.sh's rounds script, racecheck.sh's
+# compute-sanitizer and nccl.sh's launcher; a call cut while they run can leave those running.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -206,9 +206,9 @@ def score(textgrid_dir, reference_dir, tier):
     return result
 
 
-def summary_line(f):
-    return (f"median |error| {f['median_abs_ms']:.1f} ms, mean {f['mean_abs_ms']:.1f} ms, median signed "
-            f"{f['median_signed_ms']:+.1f} ms; within " +
+def summary_line(f, signed=True):
+    return (f"median |error| {f['median_abs_ms']:.1f} ms, mean {f['mean_abs_ms']:.1f} ms" +
+            (f", median signed {f['median_signed_ms']:+.1f} ms" if signed else "") + "; within " +
             ", ".join(f"{t} ms {100 * f[f'within_{t}ms']:.1f}%" for t in THRESHOLDS_MS))
 
 
@@ -236,7 +236,7 @@ def main():
           f"(+{r['paired_by_position']} by position only, not scored); boundaries {r['boundaries']}")
     print(summary_line(r))
     print(f"  less its median signed error ({r['median_signed_ms']:+.1f} ms, a constant offset): " +
-          summary_line(r["less_offset"]))
+          summary_line(r["less_offset"], signed=False))
     if r["by_position"]["boundaries"]:
         print(f"  not scored, the {r['by_position']['boundaries']} boundaries of the words paired by position: " +
               summary_line(r["by_position"]))

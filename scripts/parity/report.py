@@ -9,7 +9,7 @@
                                   (s<seed>-ckpt_<step>) and the runs together (final; its
                                   seeds.txt names them, where run.sh wrote it), and again
                                   with RECIPE_COMPARE's align arguments (final-compare; its
-                                  args.txt names them)
+                                  args.txt and seeds.txt name them)
 
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
@@ -104,7 +104,7 @@ def recipe_tables(work):
                 if os.path.exists(args):  # final-compare: the same runs, RECIPE_COMPARE's align arguments
                     with open(args) as f:
                         name += f", align {f.read().strip()}"
-                seeds = os.path.join(corpus_dir, "final", "seeds.txt")
+                seeds = os.path.join(folder, "seeds.txt")
                 if os.path.exists(seeds):  # which runs (run.sh leaves failed ones out)
                     with open(seeds) as f:
                         name += f" (seeds {', '.join(f.read().split())})"

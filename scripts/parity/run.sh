@@ -46,8 +46,9 @@ RECIPE_CORPORA=${RECIPE_CORPORA-$CORPORA}  # the recipe's corpora, when they dif
 # a try its own WORK, since a finished recipe is not run again.
 RECIPE_SETS=${RECIPE_SETS:-}
 RECIPE_ALIGN=${RECIPE_ALIGN:-}
-# The runs together scored a second time with these align arguments too (e.g. "--junction middle"),
-# into recipe/<corpus>/final-compare: two rules on the same checkpoints.
+# The runs together scored a second time with these align arguments added (e.g. "--junction
+# middle"; not an option RECIPE_ALIGN already gives: align takes each once), into
+# recipe/<corpus>/final-compare: two rules on the same checkpoints, also for a finished recipe.
 RECIPE_COMPARE=${RECIPE_COMPARE:-}
 # Runs of several shapes together: RECIPE_VARIANTS lists train settings separated by ';', each
 # trained once per seed (the first as run-s<seed>, the k-th after it as run-v<k>-s<seed>), and
@@ -196,7 +197,7 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   # recipe then counts as unfinished (no <corpus>.json), so a later call trains the failed seeds
   # again and scores the runs together anew.
   local corpus=$1 dir=$WORK/recipe/$1 seed lasts=() seeds=() failed=0 name ckpt running=0 k tag variants=()
-  [ -s "$dir.json" ] && return 0
+  [ -s "$dir.json" ] && { recipe_compare "$corpus"; return 0; }
   mkdir -p "$dir"
   IFS=';' read -ra variants <<< "$RECIPE_VARIANTS"
   ((${#variants[@]} > 0)) || variants=("")
@@ -238,15 +239,30 @@ recipe_run() {  # corpus: RECIPE_CONFIG once per seed of RECIPE_SEEDS, then alig
   ((${#lasts[@]} > 0)) || return 1
   recipe_score "$corpus" "$dir/final" "${lasts[@]}" || return 1
   echo "${seeds[*]}" > "$dir/final/seeds.txt"
+  printf '%s\n' "${lasts[@]}" > "$dir/final/checkpoints.txt"
   echo "parity: recipe on $corpus (${#lasts[@]} runs together, seeds ${seeds[*]}): $(grep -m1 -i median "$dir/final/score.txt")"
-  if [ -n "$RECIPE_COMPARE" ]; then  # the same runs with other align arguments, which args.txt names
-    mkdir -p "$dir/final-compare" && echo "$RECIPE_COMPARE" > "$dir/final-compare/args.txt"
-  fi
-  if [ -n "$RECIPE_COMPARE" ] && RECIPE_ALIGN="$RECIPE_ALIGN $RECIPE_COMPARE" recipe_score "$corpus" "$dir/final-compare" "${lasts[@]}"; then
-    echo "parity: recipe on $corpus, the same runs with $RECIPE_COMPARE: $(grep -m1 -i median "$dir/final-compare/score.txt")"
-  fi
+  rm -rf "$dir/final-compare"  # scored the runs of an earlier "final"
   ((failed == 0)) || return 1
   cp "$dir/final/score.json" "$dir.json"
+  recipe_compare "$corpus"
+}
+
+recipe_compare() {  # corpus: the runs together of a finished recipe scored again with RECIPE_COMPARE
+  # added to align's arguments, into final-compare (args.txt and seeds.txt name what it holds);
+  # done again only when the arguments change.
+  local dir=$WORK/recipe/$1 ckpts=()
+  [ -n "$RECIPE_COMPARE" ] && [ -s "$dir/final/checkpoints.txt" ] || return 0
+  [ -s "$dir/final-compare/score.json" ] && [ "$(cat "$dir/final-compare/args.txt" 2>/dev/null)" = "$RECIPE_COMPARE" ] &&
+    return 0
+  rm -rf "$dir/final-compare" && mkdir -p "$dir/final-compare" || return 1
+  echo "$RECIPE_COMPARE" > "$dir/final-compare/args.txt"
+  cp "$dir/final/seeds.txt" "$dir/final-compare/"
+  mapfile -t ckpts < "$dir/final/checkpoints.txt"
+  if RECIPE_ALIGN="$RECIPE_ALIGN $RECIPE_COMPARE" recipe_score "$1" "$dir/final-compare" "${ckpts[@]}"; then
+    echo "parity: recipe on $1, the same runs with $RECIPE_COMPARE: $(grep -m1 -i median "$dir/final-compare/score.txt")"
+  else
+    rm -f "$dir/final-compare/score.json"  # no row for a scoring that failed
+  fi
 }
 
 recipe_train() {  # corpus run seed [variant sets]: one run of the recipe; run.done when it finished

@@ -250,7 +250,8 @@ TEST(ParityReport, RecipeTableNamesTheSeedsTheRunsTogetherHold) {
 }
 
 // RECIPE_COMPARE's second scoring of the runs together (final-compare, its align arguments in
-// args.txt) follows the first as the last row, named by those arguments and the same seeds.
+// args.txt, its seeds in its own seeds.txt) follows the first as the last row, named by those
+// arguments and seeds. The folders' glob order puts final-compare first ('-' sorts before '/').
 TEST(ParityReport, RecipeTableNamesTheComparedAlignArgumentsLast) {
   const std::string script = python_script("scripts/parity/report.py");
   const std::string work = testing::TempDir() + "parity_report_compare";
@@ -269,6 +270,7 @@ TEST(ParityReport, RecipeTableNamesTheComparedAlignArgumentsLast) {
   score("final-compare", 5.8, 0.970);
   score("s1-ckpt_000002500", 7.5, 0.93);
   std::ofstream(corpus + "final/seeds.txt") << "1 v1-1\n";
+  std::ofstream(corpus + "final-compare/seeds.txt") << "1 v1-1\n";  // run.sh copies final's
   std::ofstream(corpus + "final-compare/args.txt") << "--junction middle\n";
   const std::string out = run(script + "--work " + work + " --steps 1500 2>&1", &status);
   ASSERT_EQ(status, 0) << out;

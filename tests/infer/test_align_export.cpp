@@ -342,7 +342,7 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
   EXPECT_NEAR(number("within_10ms"), 2.0 / 4, 1e-9);
   EXPECT_NEAR(number("within_25ms"), 3.0 / 4, 1e-9);
   EXPECT_NEAR(number("within_50ms"), 3.0 / 4, 1e-9);
-  EXPECT_NE(out.find("median |error| 10.0 ms"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nmedian |error| 10.0 ms, mean 30.0 ms, median signed +10.0 ms"), std::string::npos) << out;
   // Less the median signed error (+10 ms): +10, +90, -10, -10 ms.
   const size_t less = json.find("\"less_offset\": {");
   ASSERT_NE(less, std::string::npos) << json;
@@ -356,7 +356,8 @@ TEST(ScoreAlignment, MedianAndSharesOfKnownErrors) {
   EXPECT_NEAR(less_number("median_abs_ms"), 10.0, 1e-6);
   EXPECT_NEAR(less_number("mean_abs_ms"), 30.0, 1e-6);
   EXPECT_NEAR(less_number("within_25ms"), 3.0 / 4, 1e-9);
-  EXPECT_NE(out.find("less its median signed error (+10.0 ms, a constant offset): median |error| 10.0 ms, mean 30.0 ms"),
+  EXPECT_NE(out.find("less its median signed error (+10.0 ms, a constant offset): median |error| 10.0 ms, mean 30.0 "
+                     "ms; within 10 ms"),
             std::string::npos)
       << out;
   // seven/7 on a line of its own: start +20, end +40 ms.
