@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <sstream>
+#include <utility>
 
 namespace monoflow::train {
 namespace {
@@ -58,20 +59,22 @@ std::vector<Group> groups_of(const std::vector<AlignedToken>& tokens) {
 
 }  // namespace
 
+// One table for both directions, so that a name and its rule cannot disagree.
+constexpr std::pair<Junction, const char*> kJunctionNames[] = {
+    {Junction::kMiddle, "middle"}, {Junction::kNextWord, "next"}, {Junction::kCentre, "centre"}};
+
 std::optional<Junction> junction_named(const std::string& name) {
-  if (name == "middle") return Junction::kMiddle;
-  if (name == "next") return Junction::kNextWord;
-  if (name == "centre") return Junction::kCentre;
+  for (const auto& [junction, known] : kJunctionNames) {
+    if (name == known) return junction;
+  }
   return std::nullopt;
 }
 
 const char* junction_name(Junction junction) {
-  switch (junction) {
-    case Junction::kMiddle: return "middle";
-    case Junction::kNextWord: return "next";
-    case Junction::kCentre: return "centre";
+  for (const auto& [known, name] : kJunctionNames) {
+    if (known == junction) return name;
   }
-  return "centre";
+  return "centre";  // unreachable: every Junction is in the table
 }
 
 std::vector<std::string> words_of(const std::string& cleaned_text) {
