@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
                  "next word's onset: the boundary is where they begin). "
                  "Each voice's references set words apart at their own place: docs/accuracy.md \"Touching words "
                  "at the exact middle\"")
-      ->check(CLI::IsMember({"middle", "next", "centre"}))
+      ->check(CLI::IsMember(monoflow::train::junction_names()))
       ->capture_default_str();
   app.add_option("--silence-edge-ms", o.silence_edge_ms,
                  "move the first word's start after a leading silence and the last word's end before the "

@@ -113,7 +113,9 @@ void bind_align(py::module_& m) {
         o.min_pause_ms = min_pause_ms;
         const auto named = train::junction_named(junction);
         if (!named) {
-          throw UserError("junction: '" + junction + "': give 'middle', 'next' or 'centre' (align --junction)");
+          std::string names;
+          for (const auto& name : train::junction_names()) names += (names.empty() ? "'" : ", '") + name + "'";
+          throw UserError("junction: '" + junction + "': give one of " + names + " (align --junction)");
         }
         o.junction = *named;
         o.silence_edge_ms = silence_edge_ms.value_or(-1);

@@ -79,6 +79,9 @@ TEST(WordSpans, JunctionNamesReadBack) {
   }
   EXPECT_STREQ(junction_name(Junction::kCentre), "centre");
   EXPECT_FALSE(junction_named("late").has_value());
+  // The list the option checks and error messages give: every rule once, each name read back.
+  EXPECT_EQ(junction_names(), (std::vector<std::string>{"middle", "next", "centre"}));
+  for (const auto& name : junction_names()) EXPECT_EQ(junction_name(*junction_named(name)), name);
 }
 
 // "ab cd, ef.": a one-frame space between ab and cd, seven frames of ", " before ef, a final ".".

@@ -45,5 +45,5 @@ def test_a_bad_line_names_its_file_and_line(checkpoint, corpus, tmp_path):
     with pytest.raises(monoflow.FileError) as e:
         monoflow.align(checkpoint, dataset_dir=corpus, filelist=str(filelist), overrides=["data.on_bad_line=error"])
     assert f"{filelist}:2" in str(e.value)
-    with pytest.raises(monoflow.UserError, match="junction: 'late': give 'middle', 'next' or 'centre'"):
+    with pytest.raises(monoflow.UserError, match="junction: 'late': give one of 'middle', 'next', 'centre'"):
         monoflow.align(checkpoint, dataset_dir=corpus, junction="late")

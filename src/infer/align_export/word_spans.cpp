@@ -77,6 +77,12 @@ const char* junction_name(Junction junction) {
   return "centre";  // unreachable: every Junction is in the table
 }
 
+std::vector<std::string> junction_names() {
+  std::vector<std::string> names;
+  for (const auto& [junction, name] : kJunctionNames) names.emplace_back(name);
+  return names;
+}
+
 std::vector<std::string> words_of(const std::string& cleaned_text) {
   std::vector<std::string> out;
   std::istringstream in(cleaned_text);

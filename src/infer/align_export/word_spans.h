@@ -36,6 +36,8 @@ enum class Junction {
 std::optional<Junction> junction_named(const std::string& name);
 // The name junction_named reads back.
 const char* junction_name(Junction junction);
+// Every name junction_named reads, in Junction's order (for option checks and error messages).
+std::vector<std::string> junction_names();
 
 struct WordSpanOptions {
   // Frames between two words that are not a word's sound (the space token, punctuation, blanks)
