@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Split two aligners' boundary errors against one reference into the part they share and their own.
+
+When two unrelated aligners A and B are scored against the same reference R, each error is
+A - R = a - r and B - R = b - r, where a and b are each aligner's own error about the spoken
+boundary and r is the reference's. If a, b and r are independent, var(A - R) = var(a) + var(r),
+var(B - R) = var(b) + var(r) and var(A - B) = var(a) + var(b), so
+
+    var(r) = (var(A - R) + var(B - R) - var(A - B)) / 2
+
+and each aligner's own part follows. A reference that scatters about the words as heard shows as
+a large shared part, the same for both aligners; an aligner that errs shows as its own part.
+Spreads are robust (1.4826 times the median absolute deviation, a standard deviation for
+normal errors), so that a few gross errors do not decide them. The same boundaries are used
+for both aligners (scripts/score_alignment.py's pairing: same words only, each utterance's first
+onset and last offset left out).
+
+    python3 dev/py/error_triangle.py --reference .parity/corpora/kal/words \\
+        --a runs/aligned/textgrids --b /tmp/sphinx/kal
+
+(dev/py/sphinx_align_probe.py writes B's TextGrids.)
+"""
+import argparse
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import score_alignment as sa  # noqa: E402
+
+
+def boundary_errors_ms(textgrid, reference):
+    """{(reference word, 0 start / 1 end): hypothesis - reference in ms} for same-text pairs."""
+    hyp = [w for w in sa.read_textgrid_tier(textgrid, "words") if w[0]]
+    out = {}
+    for r, first, last in sa.pair_words(reference, hyp):
+        if sa.normalise(reference[r][0]) != "".join(sa.normalise(w) for w, _, _ in hyp[first:last + 1]):
+            continue
+        if r > 0:
+            out[(r, 0)] = 1000.0 * (hyp[first][1] - reference[r][1])
+        if r < len(reference) - 1:
+            out[(r, 1)] = 1000.0 * (hyp[last][2] - reference[r][2])
+    return out
+
+
+def robust_sd(values):
+    centre = statistics.median(values)
+    return 1.4826 * statistics.median(abs(v - centre) for v in values)
+
+
+def split(errors_a, errors_b):
+    """The robust spreads of A - R, B - R, A - B and the shared and own parts, in ms."""
+    sd_a, sd_b = robust_sd(errors_a), robust_sd(errors_b)
+    sd_ab = robust_sd([x - y for x, y in zip(errors_a, errors_b)])
+    shared = max((sd_a ** 2 + sd_b ** 2 - sd_ab ** 2) / 2, 0.0)
+    return {"a_vs_reference": sd_a, "b_vs_reference": sd_b, "a_vs_b": sd_ab, "shared": shared ** 0.5,
+            "a_own": max(sd_a ** 2 - shared, 0.0) ** 0.5, "b_own": max(sd_b ** 2 - shared, 0.0) ** 0.5}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reference", required=True, help="folder of <id>.tsv reference word timings")
+    ap.add_argument("--a", required=True, help="aligner A's TextGrids (a 'words' tier)")
+    ap.add_argument("--b", required=True, help="aligner B's TextGrids")
+    args = ap.parse_args()
+    errors_a, errors_b = [], []
+    for name in sorted(os.listdir(args.reference)):
+        utterance = name[:-4]
+        paths = [os.path.join(d, utterance + ".TextGrid") for d in (args.a, args.b)]
+        if not name.endswith(".tsv") or not all(os.path.exists(p) for p in paths):
+            continue
+        reference = sa.read_reference(os.path.join(args.reference, name))
+        a, b = (boundary_errors_ms(p, reference) for p in paths)
+        for key in sorted(a.keys() & b.keys()):
+            errors_a.append(a[key])
+            errors_b.append(b[key])
+    if len(errors_a) < 2:
+        sys.exit("fewer than two boundaries that both aligners pair with the reference")
+    s = split(errors_a, errors_b)
+    print(f"{len(errors_a)} boundaries; robust spread (ms): A - R {s['a_vs_reference']:.1f}, "
+          f"B - R {s['b_vs_reference']:.1f}, A - B {s['a_vs_b']:.1f}; shared (the reference's) "
+          f"{s['shared']:.1f}, A's own {s['a_own']:.1f}, B's own {s['b_own']:.1f}")
+
+
+if __name__ == "__main__":
+    main()
