@@ -47,7 +47,8 @@ _frate = 100
 def words_of(text):
     """The words to align, or None and the reason (a digit) for skipping."""
     words = []
-    for piece in re.split(r"[\s\-\u2010-\u2015/]+", text.lower()):
+    # A typographic apostrophe is the dictionary's ASCII one ("it\u2019s" is "it's").
+    for piece in re.split(r"[\s\-\u2010-\u2015/]+", text.lower().replace("\u2019", "'")):
         w = re.sub(r"[^a-z0-9']", "", piece).strip("'")
         if w:
             words.append(w)
