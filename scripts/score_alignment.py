@@ -158,19 +158,28 @@ def figures(errors):
     return out
 
 
+def paired_boundaries(reference, hypothesis):
+    """(r, same text?, boundaries) for each reference word r paired with aligned words, as the
+    module docstring says; boundaries: (0 for its start or 1 for its end, hypothesis - reference
+    in seconds), without the utterance's first onset and last offset."""
+    for r, first, last in pair_words(reference, hypothesis):
+        same_text = normalise(reference[r][0]) == "".join(normalise(w) for w, _, _ in hypothesis[first:last + 1])
+        boundaries = []
+        if r > 0:  # the utterance's first onset is not scored
+            boundaries.append((0, hypothesis[first][1] - reference[r][1]))
+        if r < len(reference) - 1:  # nor its last offset
+            boundaries.append((1, hypothesis[last][2] - reference[r][2]))
+        yield r, same_text, boundaries
+
+
 def boundary_errors(reference, hypothesis, matched, by_position):
     """Appends one utterance's boundary errors (seconds, hypothesis - reference) to `matched` (pairs
     of the same text) and `by_position` (the others), as the module docstring says; returns the
     number of pairs of each kind."""
     same, other = 0, 0
-    for r, first, last in pair_words(reference, hypothesis):
-        same_text = normalise(reference[r][0]) == "".join(normalise(w) for w, _, _ in hypothesis[first:last + 1])
+    for _, same_text, boundaries in paired_boundaries(reference, hypothesis):
         same, other = (same + 1, other) if same_text else (same, other + 1)
-        errors = matched if same_text else by_position
-        if r > 0:  # the utterance's first onset is not scored
-            errors.append(hypothesis[first][1] - reference[r][1])
-        if r < len(reference) - 1:  # nor its last offset
-            errors.append(hypothesis[last][2] - reference[r][2])
+        (matched if same_text else by_position).extend(error for _, error in boundaries)
     return same, other
 
 

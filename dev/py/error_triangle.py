@@ -36,15 +36,9 @@ import score_alignment as sa  # noqa: E402
 def boundary_errors_ms(textgrid, reference):
     """{(reference word, 0 start / 1 end): hypothesis - reference in ms} for same-text pairs."""
     hyp = [w for w in sa.read_textgrid_tier(textgrid, "words") if w[0]]
-    out = {}
-    for r, first, last in sa.pair_words(reference, hyp):
-        if sa.normalise(reference[r][0]) != "".join(sa.normalise(w) for w, _, _ in hyp[first:last + 1]):
-            continue
-        if r > 0:
-            out[(r, 0)] = 1000.0 * (hyp[first][1] - reference[r][1])
-        if r < len(reference) - 1:
-            out[(r, 1)] = 1000.0 * (hyp[last][2] - reference[r][2])
-    return out
+    return {(r, edge): 1000.0 * error
+            for r, same_text, boundaries in sa.paired_boundaries(reference, hyp) if same_text
+            for edge, error in boundaries}
 
 
 def robust_sd(values):
