@@ -183,7 +183,10 @@ def boundary_errors(reference, hypothesis, matched, by_position):
     return same, other
 
 
-def score(textgrid_dir, reference_dir, tier):
+def score(textgrid_dir, reference_dir, tier, transform=None):
+    """The figures of every TextGrid in textgrid_dir against its reference in reference_dir.
+    transform(utterance, words), where given, returns the aligned words to score in place of the
+    tier's (a probe's altered boundaries)."""
     matched, by_position = [], []  # errors in seconds, hypothesis - reference
     counts = {"utterances": 0, "reference_words": 0, "aligned_words": 0, "paired_words": 0,
               "paired_by_position": 0, "missing_textgrids": 0}
@@ -197,6 +200,8 @@ def score(textgrid_dir, reference_dir, tier):
             counts["missing_textgrids"] += 1
             continue
         hypothesis = [w for w in read_textgrid_tier(tg, tier) if w[0] != ""]
+        if transform is not None:
+            hypothesis = transform(utterance, hypothesis)
         counts["utterances"] += 1
         counts["reference_words"] += len(reference)
         counts["aligned_words"] += len(hypothesis)

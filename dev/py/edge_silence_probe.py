@@ -72,20 +72,12 @@ def trimmed(words, db, min_pause_s, below_db):
 
 
 def score(corpus, textgrids, min_pause_s, below_db):
-    matched, by_position = [], []
-    words_dir = os.path.join(corpus, "words")
-    for name in sorted(os.listdir(words_dir)):
-        utterance = name[:-4]
-        grid = os.path.join(textgrids, utterance + ".TextGrid")
-        if not name.endswith(".tsv") or not os.path.exists(grid):
-            continue
-        reference = sa.read_reference(os.path.join(words_dir, name))
-        hypothesis = [w for w in sa.read_textgrid_tier(grid, "words") if w[0] != ""]
-        if min_pause_s is not None:
-            hypothesis = trimmed(hypothesis, frame_db(os.path.join(corpus, "wavs", utterance + ".wav")),
-                                 min_pause_s, below_db)
-        sa.boundary_errors(reference, hypothesis, matched, by_position)
-    return sa.figures(matched)
+    def trim(utterance, words):
+        if min_pause_s is None:
+            return words
+        return trimmed(words, frame_db(os.path.join(corpus, "wavs", utterance + ".wav")), min_pause_s, below_db)
+
+    return sa.score(textgrids, os.path.join(corpus, "words"), "words", transform=trim)
 
 
 def main():
