@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "models/mle_loss_cpu.h"
+
 namespace monoflow::models {
 
 namespace {
@@ -15,6 +17,12 @@ torch::Tensor mle_loss(const torch::Tensor& z_in, const torch::Tensor& z_m_in, c
                        const torch::Tensor& logdet_in, const torch::Tensor& z_mask_in) {
   auto z = upcast(z_in), z_m = upcast(z_m_in), z_logs = upcast(z_logs_in), logdet = upcast(logdet_in),
        z_mask = upcast(z_mask_in);
+  if (cpu::mle_loss_cpu_applies(z, z_m, z_logs, logdet, z_mask)) return cpu::mle_loss_cpu(z, z_m, z_logs, logdet, z_mask);
+  return mle_loss_reference(z, z_m, z_logs, logdet, z_mask);
+}
+
+torch::Tensor mle_loss_reference(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
+                                 const torch::Tensor& logdet, const torch::Tensor& z_mask) {
   auto l = torch::sum(z_logs) + 0.5 * torch::sum(torch::exp(-2 * z_logs) * (z - z_m).pow(2));
   l = l - torch::sum(logdet);
   l = l / torch::sum(torch::ones_like(z) * z_mask);

@@ -12,8 +12,12 @@ namespace monoflow::models {
 // Negative log-likelihood per mel element (the original commons.mle_loss):
 // (sum(z_logs) + 0.5 * sum(exp(-2 z_logs) (z - z_m)^2) - sum(logdet)) / (sum(z_mask) * n_mels)
 //   + 0.5 * log(2 pi).
+// float32 CPU tensors take one pass each way (mle_loss_cpu.h), others the composite below.
 torch::Tensor mle_loss(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
                        const torch::Tensor& logdet, const torch::Tensor& z_mask);
+// The composite of the original's ops, with their arithmetic and dtype.
+torch::Tensor mle_loss_reference(const torch::Tensor& z, const torch::Tensor& z_m, const torch::Tensor& z_logs,
+                                 const torch::Tensor& logdet, const torch::Tensor& z_mask);
 // sum((logw - logw_)^2) / sum(x_lengths) (the original commons.duration_loss).
 torch::Tensor duration_loss(const torch::Tensor& logw, const torch::Tensor& logw_, const torch::Tensor& x_lengths);
 
