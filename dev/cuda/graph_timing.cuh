@@ -38,13 +38,15 @@ inline std::vector<int64_t> parse_list(const char* s) {
   return out;
 }
 
-// Largest |got - want| / max(1, |want|) over the elements.
+// Largest |got - want| / max(1, |want|) over the elements; NaN where any got is NaN.
 template <typename T, typename U>
 double max_rel_error(const std::vector<T>& got, const std::vector<U>& want) {
   double worst = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double w = static_cast<double>(want[i]);
-    worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - w) / std::max(1.0, std::fabs(w)));
+    const double e = std::fabs(static_cast<double>(got[i]) - w) / std::max(1.0, std::fabs(w));
+    if (std::isnan(e)) return e;  // std::max would drop it
+    worst = std::max(worst, e);
   }
   return worst;
 }
