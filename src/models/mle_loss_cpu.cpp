@@ -38,12 +38,12 @@ void row_grads_scalar(const float* z, const float* m, const float* l, float s, f
 }
 
 #ifdef MONOFLOW_SIMD_X86
-// exp(-2 l) where exp_avx2's clamp would keep it finite: infinity beyond float's range, as the
-// composite's exp gives it (a loss that overflows must stay non-finite, so its step is skipped).
+// exp(-2 l) as exp(-l) squared: exp_avx2 clamps its input, but the square overflows to infinity
+// and underflows to zero where float's exp(-2 l) does (a loss that overflows must stay
+// non-finite, so that its step is skipped), and a NaN l gives NaN, as the composite's exp does.
 MONOFLOW_AVX2 inline __m256 exp_minus_twice(__m256 l) {
-  const __m256 x = _mm256_mul_ps(l, _mm256_set1_ps(-2.0f));
-  const __m256 over = _mm256_cmp_ps(x, _mm256_set1_ps(88.3f), _CMP_GT_OQ);
-  return _mm256_blendv_ps(simd::exp_avx2(x), _mm256_set1_ps(INFINITY), over);
+  const __m256 e = simd::exp_avx2(_mm256_xor_ps(l, _mm256_set1_ps(-0.0f)));
+  return _mm256_or_ps(_mm256_mul_ps(e, e), _mm256_cmp_ps(l, l, _CMP_UNORD_Q));
 }
 
 // Eight lanes of float sums per row (a row is at most a few thousand frames), then double.
@@ -115,6 +115,7 @@ class MleLossCpu : public torch::autograd::Function<MleLossCpu> {
   }
 
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    TORCH_CHECK(!torch::GradMode::is_enabled(), "mle_loss_cpu: no double backward (create_graph)");
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &z = saved[0], &m = saved[1], &l = saved[2];
     const double count = ctx->saved_data["count"].toDouble();

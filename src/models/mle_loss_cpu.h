@@ -1,9 +1,9 @@
 // Glow-TTS's MLE loss (losses.h) on the CPU in float32, one pass each way: the composite takes
 // ~10 passes over the [B, n_mels, T] tensors forward (the scale, exp, difference, square,
-// products, sums and a tensor of ones for the count) and as many backward: ~4.5 ms of a
-// ~165-ms aligner step on one core, ~1.7 ms this way (docs/benchmarks.md, "On the CPU"). Each
-// row's sums are its own, added in row order in double, so the value is the same for any thread
-// count. tests/models/test_losses.cpp holds it to the composite.
+// products, sums and a tensor of ones for the count) and as many backward: 2-3 ms of a ~165-ms
+// aligner step on one core go (docs/benchmarks.md, "On the CPU"). Each row's sums are its own,
+// added in row order in double, so the value is the same for any thread count.
+// tests/models/test_losses.cpp holds it to the composite.
 #pragma once
 
 #include <torch/torch.h>

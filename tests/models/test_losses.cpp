@@ -89,7 +89,7 @@ TEST(MleLossCpu, TheSameBitsForAnyThreadCount) {
   }
 }
 
-TEST(MleLossCpu, ALossThatOverflowsStaysInfiniteAsTheCompositesDoes) {
+TEST(MleLossCpu, OverflowNearItAndNaNAsTheCompositeGivesThem) {
   const Inputs in = make_inputs(2, 3, 16, 7);
   auto z_logs = in.z_logs.clone();
   z_logs[0][1][2] = -50.0f;  // exp(100) is beyond float's range
@@ -99,8 +99,19 @@ TEST(MleLossCpu, ALossThatOverflowsStaysInfiniteAsTheCompositesDoes) {
   const auto composite = mle_loss_reference(z, in.z_m, z_logs, in.logdet, in.z_mask);
   EXPECT_TRUE(std::isinf(composite.item<float>()));
   EXPECT_TRUE(std::isinf(fused.item<float>()));
+  // Just inside float's range: exp(88.6) (x 0.25 here) is finite, and so must both be.
+  z_logs[0][1][2] = -44.3f;
+  z[0][1][2] = in.z_m[0][1][2].item<float>() + 0.5f;
+  EXPECT_TRUE(std::isfinite(mle_loss_reference(z, in.z_m, z_logs, in.logdet, in.z_mask).item<float>()));
+  EXPECT_TRUE(std::isfinite(mle_loss_cpu(z, in.z_m, z_logs, in.logdet, in.z_mask).item<float>()));
+  // A NaN log-scale: a NaN loss, and NaN gradients at its element as the composite's.
   z_logs[0][1][2] = std::nanf("");
-  EXPECT_TRUE(std::isnan(mle_loss_cpu(z, in.z_m, z_logs, in.logdet, in.z_mask).item<float>()));
+  auto l = z_logs.clone().requires_grad_();
+  const auto nan_loss = mle_loss_cpu(z, in.z_m, l, in.logdet, in.z_mask);
+  EXPECT_TRUE(std::isnan(nan_loss.item<float>()));
+  nan_loss.backward();
+  EXPECT_TRUE(std::isnan(l.grad()[0][1][2].item<float>()));
+  EXPECT_TRUE(std::isfinite(l.grad()[1][1][2].item<float>()));
 }
 
 TEST(MleLossCpu, MleLossTakesItForFloatCpuTensorsAndTheCompositeOtherwise) {
