@@ -1,5 +1,5 @@
 // The dev/cuda harnesses' shared pieces: a CUDA call check that exits with status 2, the device
-// check, a comma list option, the largest relative error, a device buffer's copy to the host,
+// check, a comma list option, the largest relative error, device buffers and their copy to the host,
 // and the time of a kernel sequence as the training step runs it, `repeats` calls captured in
 // one CUDA graph, so that the host's launch rate (~2-3 us a launch) does not set the figure.
 #pragma once
@@ -49,6 +49,20 @@ double max_rel_error(const std::vector<T>& got, const std::vector<U>& want) {
     worst = std::max(worst, e);
   }
   return worst;
+}
+
+// A device buffer of n elements of T (at least one), and one holding v's elements.
+template <typename T>
+T* device(int64_t n) {
+  T* p;
+  CHECK(cudaMalloc(&p, sizeof(T) * std::max<int64_t>(n, 1)));
+  return p;
+}
+template <typename T>
+T* device_copy(const std::vector<T>& v) {
+  T* p = device<T>(static_cast<int64_t>(v.size()));
+  CHECK(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
+  return p;
 }
 
 // The n elements of T at device pointer p, on the host.

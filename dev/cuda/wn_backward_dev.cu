@@ -44,20 +44,6 @@ double to_double_host(T v) {
   else return static_cast<double>(__bfloat162float(v));
 }
 
-// A device buffer of n elements of T.
-template <typename T>
-T* device(int64_t n) {
-  T* p;
-  CHECK(cudaMalloc(&p, sizeof(T) * std::max<int64_t>(n, 1)));
-  return p;
-}
-template <typename T>
-T* device_copy(const std::vector<T>& v) {
-  T* p = device<T>(static_cast<int64_t>(v.size()));
-  CHECK(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
-  return p;
-}
-
 // Checks one version's outputs against v1's gradient bits and a float64 sum of it; prints a row.
 template <typename G>
 bool report(const char* kernel, const char* dtype, int version, double us, const std::vector<G>& grad,

@@ -54,18 +54,6 @@ using bf16 = __nv_bfloat16;
     }                                                                       \
   } while (0)
 
-template <typename T>
-T* device(int64_t n) {
-  T* p;
-  CHECK(cudaMalloc(&p, sizeof(T) * std::max<int64_t>(n, 1)));
-  return p;
-}
-template <typename T>
-T* device_copy(const std::vector<T>& v) {
-  T* p = device<T>(static_cast<int64_t>(v.size()));
-  CHECK(cudaMemcpy(p, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice));
-  return p;
-}
 
 // ---- v2 ------------------------------------------------------------------------------------
 constexpr int kRows = 64;      // rows of a block
