@@ -54,7 +54,6 @@ using bf16 = __nv_bfloat16;
     }                                                                       \
   } while (0)
 
-
 // ---- v2 ------------------------------------------------------------------------------------
 constexpr int kRows = 64;      // rows of a block
 constexpr int kColumns = 64;   // output channels a chunk
