@@ -7,6 +7,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "models/channel_norm_cpu.h"
 #include "models/conv_bias.h"
 #include "models/dropout.h"
 #include "models/flow_fused.h"
@@ -75,6 +76,10 @@ torch::Tensor LayerNormImpl::forward(const torch::Tensor& x, const torch::Tensor
     return cuda::channel_layer_norm(x, gamma, beta, eps_, residual, mask);
   }
 #endif
+  // On the CPU in float32, one pass each way on [B, C, T] too (channel_norm_cpu.h).
+  if (cpu::channel_norm_cpu_applies(x, gamma, beta, residual, mask)) {
+    return cpu::channel_layer_norm_cpu(x, gamma, beta, eps_, residual, mask);
+  }
   const auto input = residual.defined() ? x + residual : x;
   const int64_t channels = x.size(1);
   auto y = at::layer_norm(input.transpose(1, -1), {channels}, gamma.to(x.scalar_type()), beta.to(x.scalar_type()), eps_)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/channel_norm_cpu.h"
 #include "models/conv_bias.h"
 #include "models/modules.h"
 #include "model_test_util.h"
@@ -45,11 +46,13 @@ LayerNorm norm_with_random_affine(int64_t channels, const torch::Device& device)
   return norm;
 }
 
-// On the GPU the shapes also cover a partial tile of time columns (33 = 32 + 1) and the encoder's
-// own (B = 32, 192 channels, 184 tokens).
+// On the CPU the shapes cover one partial tile of frames and two whole ones with a partial third
+// (channel_norm_cpu.cpp's tiles are 64 frames); on the GPU a partial tile of time columns
+// (33 = 32 + 1) and the encoder's own shape (B = 32, 192 channels, 184 tokens).
 TEST(EncoderOps, LayerNormEqualsTheOriginalsCompositeWithGradients) {
   for (const auto& device : devices()) {
     std::vector<std::vector<int64_t>> shapes{{3, 24, 17}};
+    if (device.is_cpu()) shapes.push_back({2, 20, 130});
     if (device.is_cuda()) shapes.insert(shapes.end(), {{2, 20, 33}, {32, 192, 184}});
     for (const auto& shape : shapes) {
       SCOPED_TRACE(torch::IntArrayRef(shape));
@@ -78,6 +81,43 @@ TEST(EncoderOps, LayerNormEqualsTheOriginalsCompositeWithGradients) {
       EXPECT_LT((z.pow(2).mean(1) - 1).abs().max().item<double>(), 1e-3);
     }
   }
+}
+
+// The CPU's one-pass norm (channel_norm_cpu.h) takes float32 and gives the same bits for any
+// thread count (each tile's sums its own, gamma's and beta's added tile by tile in order); other
+// dtypes take the composite, which still matches the original's.
+TEST(EncoderOps, CpuLayerNormIsTheSameForAnyThreadCountAndOtherDtypesFallBack) {
+  const int64_t b = 3, c = 40, t = 150;
+  torch::manual_seed(5);
+  LayerNorm norm = norm_with_random_affine(c, torch::kCPU);
+  const auto x = (torch::randn({b, c, t}) * 2 - 1).requires_grad_(true);
+  const auto r = torch::randn({b, c, t}).requires_grad_(true);
+  const auto g = torch::randn({b, c, t});
+  const auto mask = (torch::arange(t).view({1, 1, t}) < torch::tensor({t, int64_t{70}, int64_t{9}}).view({b, 1, 1}))
+                        .to(torch::kFloat);
+  ASSERT_TRUE(cpu::channel_norm_cpu_applies(x, norm->gamma, norm->beta, r, mask));
+  ASSERT_FALSE(cpu::channel_norm_cpu_applies(x.to(torch::kDouble), norm->gamma, norm->beta));
+  ASSERT_FALSE(cpu::channel_norm_cpu_applies(x, norm->gamma, norm->beta, {}, mask.requires_grad_(false).view({b, t})));
+  const int threads = at::get_num_threads();
+  std::vector<std::vector<torch::Tensor>> runs;
+  for (const int n : {1, 2, 3, 8}) {
+    at::set_num_threads(n);
+    auto y = norm->forward(x, r, mask);
+    auto grads = torch::autograd::grad({y}, {x, r, norm->gamma, norm->beta}, {g});
+    grads.insert(grads.begin(), y.detach());
+    runs.push_back(grads);
+  }
+  at::set_num_threads(threads);
+  for (size_t run = 1; run < runs.size(); ++run) {
+    for (size_t i = 0; i < runs[0].size(); ++i) EXPECT_TRUE(torch::equal(runs[run][i], runs[0][i])) << run << " " << i;
+  }
+  // double takes the composite: the original's values to double's precision
+  const auto xd = x.detach().to(torch::kDouble), rd = r.detach().to(torch::kDouble);
+  norm->to(torch::kDouble);
+  const auto yd = norm->forward(xd, rd, mask.to(torch::kDouble));
+  const auto yd_ref = layer_norm_composite(xd + rd, norm->gamma, norm->beta, 1e-4) * mask.to(torch::kDouble);
+  EXPECT_LT(max_abs_diff(yd, yd_ref), 1e-12);
+  EXPECT_LT(max_abs_diff(runs[0][0], yd_ref), 1e-5);
 }
 
 // The encoder layer's norm with its residual sum and mask, mask * norm(x + r), against the
