@@ -12,14 +12,16 @@
 //       WMMA (bf16 in, float accumulators), and adds each chunk into x (res half, with the mask
 //       and the bf16 copy of x) or the skip sum (skip half) from the float accumulators: the
 //       res_skip product is never rounded to bf16 nor written.
+//   v3: v2 in blocks of 32 rows and 4 warps, the weight's chunks double-buffered through
+//       cp.async, and the x and skip values of each chunk loaded before its product.
 // bf16 only, no dropout (production's gate draws it from Philox; v2 would draw the same bits in
 // its prologue), H a multiple of 16, layers 0..n-2 (res and skip halves). Checks: the acts the
-// same bits in both; x_out and skip_out of each against a float64 reference from those acts
-// (v1's error is res_skip's bf16 rounding, v2's only float accumulation). Times: each as 100
+// same bits in all; x_out and skip_out of each against a float64 reference from those acts
+// (v1's error is res_skip's bf16 rounding, v2's and v3's only float accumulation). Times: each as 100
 // calls in one CUDA graph, v1 also by part (each part alone on the same buffers may stay in L2,
 // which the chain's ~86 MB does not: lower bounds). v2 is a plain version: every block reads the
-// whole weight in six chunks without cp.async or double buffering. The training step's shape:
-// [B * T, 2 H] rows, B = 32, T = 500 squeezed frames, H = 192.
+// whole weight in six chunks without cp.async or double buffering; v3 overlaps those loads. The
+// training step's shape: [B * T, 2 H] rows, B = 32, T = 500 squeezed frames, H = 192.
 //
 //   build/bin/wn_layer_forward_dev [--rows N] [--channels H] [--repeats N]
 // Exit status: 0, or 1 when a check fails, 77 without a GPU.
@@ -73,6 +75,32 @@ __device__ __forceinline__ float tanh_approx(float x) {
   return y;
 }
 
+// The gate of `rows` rows from row0 on, 8 channels a thread-step, into shared memory [rows][lda]
+// (zeros past the last row) and out to acts.
+template <int rows, int threads>
+__device__ __forceinline__ void gate_rows(const bf16* __restrict__ in, const float* __restrict__ bias_in,
+                                          bf16* __restrict__ acts, bf16* a_s, int lda, int64_t row0, int64_t n,
+                                          int h) {
+  const int packs = h / 8;
+  for (int i = threadIdx.x; i < rows * packs; i += threads) {
+    const int r = i / packs, c = (i % packs) * 8;
+    const int64_t row = row0 + r;
+    Bf16x8 out{};
+    if (row < n) {
+      const Bf16x8 pa = *reinterpret_cast<const Bf16x8*>(in + row * 2 * h + c);
+      const Bf16x8 pb = *reinterpret_cast<const Bf16x8*>(in + row * 2 * h + h + c);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float a = __bfloat162float(pa.v[e]) + bias_in[c + e];
+        const float b = __bfloat162float(pb.v[e]) + bias_in[h + c + e];
+        out.v[e] = __float2bfloat16_rn(tanh_approx(a) * fmaf(0.5f, tanh_approx(0.5f * b), 0.5f));
+      }
+      *reinterpret_cast<Bf16x8*>(acts + row * h + c) = out;
+    }
+    *reinterpret_cast<Bf16x8*>(a_s + r * lda + c) = out;
+  }
+}
+
 size_t fused_shared_bytes(int h) {
   const size_t lda = static_cast<size_t>(h) + kPad;
   return (kRows + kColumns) * lda * sizeof(bf16) + kRows * (kColumns + kCPad) * sizeof(float);
@@ -94,24 +122,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kRows;
   const int packs = h / 8;
 
-  // The gate, 8 channels a thread-step, into shared memory and out to acts.
-  for (int i = threadIdx.x; i < kRows * packs; i += kThreads) {
-    const int r = i / packs, c = (i % packs) * 8;
-    const int64_t row = row0 + r;
-    Bf16x8 out{};
-    if (row < n) {
-      const Bf16x8 pa = *reinterpret_cast<const Bf16x8*>(in + row * 2 * h + c);
-      const Bf16x8 pb = *reinterpret_cast<const Bf16x8*>(in + row * 2 * h + h + c);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float a = __bfloat162float(pa.v[e]) + bias_in[c + e];
-        const float b = __bfloat162float(pb.v[e]) + bias_in[h + c + e];
-        out.v[e] = __float2bfloat16_rn(tanh_approx(a) * fmaf(0.5f, tanh_approx(0.5f * b), 0.5f));
-      }
-      *reinterpret_cast<Bf16x8*>(acts + row * h + c) = out;
-    }
-    *reinterpret_cast<Bf16x8*>(a_s + r * lda + c) = out;
-  }
+  gate_rows<kRows, kThreads>(in, bias_in, acts, a_s, lda, row0, n, h);
 
   const int warp = threadIdx.x / 32;
   const int tile_row = warp / 2, tile_col = (warp % 2) * 2;  // 4 x 4 tiles of 16; two a warp
@@ -171,6 +182,119 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- v3 ------------------------------------------------------------------------------------
+// v2's work in smaller blocks with its loads overlapped: 32 rows and 4 warps a block (500 blocks
+// at the training shape where v2 has 250, ~2 an SM), the weight in chunks of 32 output channels
+// double-buffered through cp.async (the next chunk loads while this one multiplies), and each
+// thread's x or skip values for a chunk loaded into registers before the chunk's product, so
+// that their DRAM latency overlaps the arithmetic. Needs 2h % 32 == 0 (h % 16 == 0).
+constexpr int k3Rows = 32, k3Columns = 32, k3Threads = 128;  // 4 warps: one 16x16 tile each
+constexpr int k3PerThread = k3Rows * k3Columns / 4 / k3Threads;  // float4s of a chunk's update
+
+size_t v3_shared_bytes(int h) {
+  const size_t lda = static_cast<size_t>(h) + kPad;
+  return (k3Rows + 2 * k3Columns) * lda * sizeof(bf16) + k3Rows * (k3Columns + kCPad) * sizeof(float);
+}
+
+__device__ __forceinline__ void cp_async16(void* shared_dst, const void* global_src) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(shared_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+}
+
+// Rows c0 .. c0 + 31 of the weight [2h, h] into w_s [32][lda], one commit group.
+__device__ __forceinline__ void load_weight_chunk(const bf16* __restrict__ w, bf16* w_s, int lda, int c0, int h) {
+  const int packs = h / 8;
+  for (int i = threadIdx.x; i < k3Columns * packs; i += k3Threads) {
+    const int r = i / packs, c = (i % packs) * 8;
+    cp_async16(w_s + r * lda + c, w + static_cast<int64_t>(c0 + r) * h + c);
+  }
+  cp_async_commit();
+}
+
+__global__ void __launch_bounds__(k3Threads)
+    fused_forward_v3(const bf16* __restrict__ in, const float* __restrict__ bias_in, const bf16* __restrict__ w,
+                     const float* __restrict__ bias_rs, const float* __restrict__ x, const float* __restrict__ skip,
+                     const float* __restrict__ mask, bf16* __restrict__ acts, float* __restrict__ x_out,
+                     float* __restrict__ skip_out, bf16* __restrict__ x_low, int64_t n, int h) {
+  using namespace nvcuda;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const int lda = h + kPad, ldc = k3Columns + kCPad;
+  bf16* a_s = reinterpret_cast<bf16*>(shared);              // [32][lda]: the acts
+  bf16* w_s = a_s + k3Rows * lda;                         // two [32][lda] chunks, buffer b at b * 32 rows
+  float* c_s = reinterpret_cast<float*>(a_s + (k3Rows + 2 * k3Columns) * lda);  // [32][ldc]
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * k3Rows;
+  const int chunks = 2 * h / k3Columns;
+
+  load_weight_chunk(w, w_s, lda, 0, h);  // in flight during the gate
+  gate_rows<k3Rows, k3Threads>(in, bias_in, acts, a_s, lda, row0, n, h);
+
+  const int warp = threadIdx.x / 32;
+  const int tile_row = warp / 2, tile_col = warp % 2;  // 2 x 2 tiles of 16
+  for (int q = 0; q < chunks; ++q) {
+    const int c0 = q * k3Columns;
+    // Every warp finished the previous chunk's product (the barrier before its update), so the
+    // other buffer is free for the next chunk.
+    if (q + 1 < chunks) load_weight_chunk(w, w_s + ((q + 1) & 1) * k3Columns * lda, lda, c0 + k3Columns, h);
+    // This thread's x or skip values for the chunk, loaded now, used after the product.
+    float4 held[k3PerThread];
+#pragma unroll
+    for (int k = 0; k < k3PerThread; ++k) {
+      const int i = threadIdx.x + k * k3Threads;
+      const int r = i / (k3Columns / 4), j = c0 + (i % (k3Columns / 4)) * 4;
+      const int64_t row = row0 + r;
+      held[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (row < n) {
+        held[k] = j < h ? *reinterpret_cast<const float4*>(x + row * h + j)
+                        : *reinterpret_cast<const float4*>(skip + row * h + j - h);
+      }
+    }
+    if (q + 1 < chunks) cp_async_wait<1>();  // this chunk's copies (this thread's) done
+    else cp_async_wait<0>();
+    __syncthreads();  // everyone's copies and the acts visible; the previous update done with c_s
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    const bf16* wc = w_s + (q & 1) * k3Columns * lda;
+    for (int kk = 0; kk < h; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+      wmma::load_matrix_sync(fa, a_s + tile_row * 16 * lda + kk, lda);
+      wmma::load_matrix_sync(fb, wc + tile_col * 16 * lda + kk, lda);
+      wmma::mma_sync(acc, fa, fb, acc);
+    }
+    wmma::store_matrix_sync(c_s + tile_row * 16 * ldc + tile_col * 16, acc, ldc, wmma::mem_row_major);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < k3PerThread; ++k) {
+      const int i = threadIdx.x + k * k3Threads;
+      const int r = i / (k3Columns / 4), cc = (i % (k3Columns / 4)) * 4;
+      const int64_t row = row0 + r;
+      const int j = c0 + cc;
+      if (row >= n) continue;
+      const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + cc);
+      const float4 v = held[k];
+      if (j < h) {
+        const float m = mask[row];
+        const float4 o = make_float4((v.x + p.x + bias_rs[j]) * m, (v.y + p.y + bias_rs[j + 1]) * m,
+                                     (v.z + p.z + bias_rs[j + 2]) * m, (v.w + p.w + bias_rs[j + 3]) * m);
+        *reinterpret_cast<float4*>(x_out + row * h + j) = o;
+        const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
+        uint2 bits;
+        memcpy(&bits, lo, sizeof(bits));
+        *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
+      } else {
+        const float4 o = make_float4(v.x + p.x + bias_rs[j], v.y + p.y + bias_rs[j + 1], v.z + p.z + bias_rs[j + 2],
+                                     v.w + p.w + bias_rs[j + 3]);
+        *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
+      }
+    }
+  }
+}
+
 // ---- the run -------------------------------------------------------------------------------
 struct Layer {
   int64_t n;
@@ -201,6 +325,13 @@ void v1_product(const Layer& l, cublasHandle_t blas, cudaStream_t stream) {
 void v1_update(const Layer& l, cudaStream_t stream) {
   CHECK(k::launch_residual_skip_forward<bf16>(l.x, l.skip, l.res_skip, l.bias_rs, l.mask, l.x_out, l.skip_out,
                                               l.x_low, l.n, l.h, 1, stream));
+}
+void v3(const Layer& l, cudaStream_t stream) {
+  const int blocks = static_cast<int>((l.n + k3Rows - 1) / k3Rows);
+  fused_forward_v3<<<blocks, k3Threads, v3_shared_bytes(l.h), stream>>>(l.in, l.bias_in, l.w, l.bias_rs, l.x, l.skip,
+                                                                         l.mask, l.acts, l.x_out, l.skip_out,
+                                                                         l.x_low, l.n, l.h);
+  CHECK(cudaGetLastError());
 }
 void v2(const Layer& l, cudaStream_t stream) {
   const int blocks = static_cast<int>((l.n + kRows - 1) / kRows);
@@ -268,6 +399,8 @@ int main(int argc, char** argv) {
           device<float>(n * h), device<float>(n * h)};
   CHECK(cudaFuncSetAttribute(fused_forward, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(fused_shared_bytes(h))));
+  CHECK(cudaFuncSetAttribute(fused_forward_v3, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(v3_shared_bytes(h))));
   cublasHandle_t blas;
   CUBLAS_CHECK(cublasCreate(&blas));
   blas_workspace = device<unsigned char>(kBlasWorkspace);
@@ -276,14 +409,16 @@ int main(int argc, char** argv) {
   std::vector<bf16> acts_v1;
   std::printf("rows %lld, H %d\n%-22s %10s %12s %12s %6s %6s\n", static_cast<long long>(n), h, "version", "us/call",
               "x_out err", "skip err", "acts", "x_low");
-  for (const int version : {1, 2}) {
+  for (const int version : {1, 2, 3}) {
     const auto run = [&](cudaStream_t stream) {
       if (version == 1) {
         v1_gate(l, stream);
         v1_product(l, blas, stream);
         v1_update(l, stream);
-      } else {
+      } else if (version == 2) {
         v2(l, stream);
+      } else {
+        v3(l, stream);
       }
     };
     // The outputs filled with NaN first: what a version leaves unwritten shows.
@@ -313,13 +448,14 @@ int main(int argc, char** argv) {
       }
     }
     const double ex = scaled_error(x_out, want_x), es = scaled_error(skip_out, want_skip);
-    // v1 rounds res_skip to bf16 (2^-8 relative); v2 must stay within float accumulation.
+    // v1 rounds res_skip to bf16 (2^-8 relative); v2 and v3 must stay within float accumulation.
     const double bound = version == 1 ? 1e-2 : 1e-4;
     const bool low = low_copy_exact(x_low, x_out);
     const bool good = same_acts && low && ex <= bound && es <= bound;
     ok &= good;
     const double us = repeats > 0 ? graph_us(repeats, run) : 0.0;
-    std::printf("%-22s %10.2f %12.2e %12.2e %6s %6s%s\n", version == 1 ? "v1 gate+cuBLAS+update" : "v2 fused", us, ex,
+    const char* name = version == 1 ? "v1 gate+cuBLAS+update" : version == 2 ? "v2 fused" : "v3 fused, cp.async";
+    std::printf("%-22s %10.2f %12.2e %12.2e %6s %6s%s\n", name, us, ex,
                 es, same_acts ? "same" : "DIFFER", low ? "exact" : "WRONG", good ? "" : "  FAILED");
     if (version == 1 && repeats > 0) {
       std::printf("  v1 by part: gate %.2f, product %.2f, update %.2f us\n",
