@@ -14,14 +14,16 @@
 //       res_skip product is never rounded to bf16 nor written.
 //   v3: v2 in blocks of 32 rows and 4 warps, the weight's chunks double-buffered through
 //       cp.async, and the x and skip values of each chunk loaded before its product.
+//   v4: persistent, one block an SM with the whole weight in shared memory, tiles of 32 rows.
 // bf16 only, no dropout (production's gate draws it from Philox; v2 would draw the same bits in
 // its prologue), H a multiple of 16, layers 0..n-2 (res and skip halves). Checks: the acts the
 // same bits in all; x_out and skip_out of each against a float64 reference from those acts
-// (v1's error is res_skip's bf16 rounding, v2's and v3's only float accumulation). Times: each as 100
-// calls in one CUDA graph, v1 also by part (each part alone on the same buffers may stay in L2,
-// which the chain's ~86 MB does not: lower bounds). v2 is a plain version: every block reads the
-// whole weight in six chunks without cp.async or double buffering; v3 overlaps those loads. The
-// training step's shape: [B * T, 2 H] rows, B = 32, T = 500 squeezed frames, H = 192.
+// (v1's error is res_skip's bf16 rounding, the fused versions' only float accumulation), and the
+// timed replays' outputs the first launch's bits. Times: each as 100 calls in one CUDA graph, v1
+// also by part (each part alone on the same buffers may stay in L2, which the chain's ~86 MB does
+// not: lower bounds). v2 is a plain version: every block reads the whole weight in six chunks
+// without cp.async or double buffering; v3 overlaps those loads, v4 loads the weight once an SM.
+// The training step's shape: [B * T, 2 H] rows, B = 32, T = 500 squeezed frames, H = 192.
 //
 //   build/bin/wn_layer_forward_dev [--rows N] [--channels H] [--repeats N]
 // Exit status: 0, or 1 when a check fails, 77 without a GPU.
@@ -295,6 +297,95 @@ __global__ void __launch_bounds__(k3Threads)
   }
 }
 
+// ---- v4 ------------------------------------------------------------------------------------
+// Persistent: one block of 8 warps an SM holds the whole weight in shared memory (loaded once,
+// ~154 KB at H = 192, where v2 and v3 read it from L2 for every block) and walks tiles of 32
+// rows: the gate into shared memory, the tile's whole [32, 2H] product staged in shared memory
+// (each warp every eighth column tile of 16, both row tiles of it), then the update, each
+// thread's loads of x and skip independent of one another so that many are in flight. Two
+// barriers a tile. Only where
+// the weight, the tile and the staged product fit in an SM's shared memory (H <= ~200).
+constexpr int k4Rows = 32, k4Threads = 256;  // 8 warps
+
+size_t v4_shared_bytes(int h) {
+  const size_t lda = static_cast<size_t>(h) + kPad, ldc = 2 * static_cast<size_t>(h) + kCPad;
+  return (2 * static_cast<size_t>(h) + k4Rows) * lda * sizeof(bf16) + k4Rows * ldc * sizeof(float);
+}
+
+__global__ void __launch_bounds__(k4Threads)
+    fused_forward_v4(const bf16* __restrict__ in, const float* __restrict__ bias_in, const bf16* __restrict__ w,
+                     const float* __restrict__ bias_rs, const float* __restrict__ x, const float* __restrict__ skip,
+                     const float* __restrict__ mask, bf16* __restrict__ acts, float* __restrict__ x_out,
+                     float* __restrict__ skip_out, bf16* __restrict__ x_low, int64_t n, int h) {
+  using namespace nvcuda;
+  extern __shared__ __align__(128) unsigned char shared[];
+  const int lda = h + kPad, ldc = 2 * h + kCPad, c = 2 * h;
+  bf16* w_s = reinterpret_cast<bf16*>(shared);  // [2h][lda]: the weight, out x in
+  bf16* a_s = w_s + c * lda;                     // [32][lda]: the tile's acts
+  float* c_s = reinterpret_cast<float*>(a_s + k4Rows * lda);  // [32][ldc]: the tile's products
+  const int packs = h / 8;
+  for (int i = threadIdx.x; i < c * packs; i += k4Threads) {
+    const int r = i / packs, k = (i % packs) * 8;
+    *reinterpret_cast<Bf16x8*>(w_s + r * lda + k) =
+        *reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(r) * h + k);
+  }
+  const int warp = threadIdx.x / 32;
+  const int col_tiles = c / 16;  // 24 at H = 192: warp w takes w, w + 8, w + 16, ...
+  const int64_t tiles = (n + k4Rows - 1) / k4Rows;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t row0 = tile * k4Rows;
+    // The previous tile's product has been read by all (the barrier before its update), so a_s
+    // is free; its update reads c_s only, which the next write follows a barrier.
+    gate_rows<k4Rows, k4Threads>(in, bias_in, acts, a_s, lda, row0, n, h);
+    __syncthreads();  // the weight (first tile) and the acts written; the previous update done
+    for (int ct = warp; ct < col_tiles; ct += 8) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+      wmma::fill_fragment(acc[0], 0.0f);
+      wmma::fill_fragment(acc[1], 0.0f);
+      for (int kk = 0; kk < h; kk += 16) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+        wmma::load_matrix_sync(fb, w_s + ct * 16 * lda + kk, lda);
+#pragma unroll
+        for (int rt = 0; rt < 2; ++rt) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
+          wmma::load_matrix_sync(fa, a_s + rt * 16 * lda + kk, lda);
+          wmma::mma_sync(acc[rt], fa, fb, acc[rt]);
+        }
+      }
+#pragma unroll
+      for (int rt = 0; rt < 2; ++rt) {
+        wmma::store_matrix_sync(c_s + rt * 16 * ldc + ct * 16, acc[rt], ldc, wmma::mem_row_major);
+      }
+    }
+    __syncthreads();
+    // The update, four channels a thread-step over the tile's [32, 2h] products.
+    const int quads = c / 4;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < k4Rows * quads; i += k4Threads) {
+      const int r = i / quads, j = (i % quads) * 4;
+      const int64_t row = row0 + r;
+      if (row >= n) continue;
+      const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + j);
+      if (j < h) {
+        const float m = mask[row];
+        const float4 xv = *reinterpret_cast<const float4*>(x + row * h + j);
+        const float4 o = make_float4((xv.x + p.x + bias_rs[j]) * m, (xv.y + p.y + bias_rs[j + 1]) * m,
+                                     (xv.z + p.z + bias_rs[j + 2]) * m, (xv.w + p.w + bias_rs[j + 3]) * m);
+        *reinterpret_cast<float4*>(x_out + row * h + j) = o;
+        const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
+        uint2 bits;
+        memcpy(&bits, lo, sizeof(bits));
+        *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
+      } else {
+        const float4 sv = *reinterpret_cast<const float4*>(skip + row * h + j - h);
+        const float4 o = make_float4(sv.x + p.x + bias_rs[j], sv.y + p.y + bias_rs[j + 1], sv.z + p.z + bias_rs[j + 2],
+                                     sv.w + p.w + bias_rs[j + 3]);
+        *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
+      }
+    }
+  }
+}
+
 // ---- the run -------------------------------------------------------------------------------
 struct Layer {
   int64_t n;
@@ -329,6 +420,16 @@ void v1_update(const Layer& l, cudaStream_t stream) {
 void v3(const Layer& l, cudaStream_t stream) {
   const int blocks = static_cast<int>((l.n + k3Rows - 1) / k3Rows);
   fused_forward_v3<<<blocks, k3Threads, v3_shared_bytes(l.h), stream>>>(l.in, l.bias_in, l.w, l.bias_rs, l.x, l.skip,
+                                                                         l.mask, l.acts, l.x_out, l.skip_out,
+                                                                         l.x_low, l.n, l.h);
+  CHECK(cudaGetLastError());
+}
+// One block an SM, or fewer where there are fewer tiles.
+int v4_blocks = 0;
+void v4(const Layer& l, cudaStream_t stream) {
+  const int64_t tiles = (l.n + k4Rows - 1) / k4Rows;
+  const int blocks = static_cast<int>(std::min<int64_t>(tiles, v4_blocks));
+  fused_forward_v4<<<blocks, k4Threads, v4_shared_bytes(l.h), stream>>>(l.in, l.bias_in, l.w, l.bias_rs, l.x, l.skip,
                                                                          l.mask, l.acts, l.x_out, l.skip_out,
                                                                          l.x_low, l.n, l.h);
   CHECK(cudaGetLastError());
@@ -406,6 +507,14 @@ int main(int argc, char** argv) {
                              static_cast<int>(fused_shared_bytes(h))));
   CHECK(cudaFuncSetAttribute(fused_forward_v3, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(v3_shared_bytes(h))));
+  cudaDeviceProp props{};
+  CHECK(cudaGetDeviceProperties(&props, 0));
+  const bool v4_fits = v4_shared_bytes(h) <= props.sharedMemPerBlockOptin;
+  if (v4_fits) {
+    CHECK(cudaFuncSetAttribute(fused_forward_v4, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(v4_shared_bytes(h))));
+  }
+  v4_blocks = props.multiProcessorCount;
   cublasHandle_t blas;
   CUBLAS_CHECK(cublasCreate(&blas));
   blas_workspace = device<unsigned char>(kBlasWorkspace);
@@ -414,7 +523,12 @@ int main(int argc, char** argv) {
   std::vector<bf16> acts_v1;
   std::printf("rows %lld, H %d\n%-22s %10s %12s %12s %6s %6s\n", static_cast<long long>(n), h, "version", "us/call",
               "x_out err", "skip err", "acts", "x_low");
-  for (const int version : {1, 2, 3}) {
+  for (const int version : {1, 2, 3, 4}) {
+    if (version == 4 && !v4_fits) {
+      std::printf("v4 skipped: %zu bytes of shared memory at H = %d, the SM has %zu\n", v4_shared_bytes(h), h,
+                  static_cast<size_t>(props.sharedMemPerBlockOptin));
+      continue;
+    }
     const auto run = [&](cudaStream_t stream) {
       if (version == 1) {
         v1_gate(l, stream);
@@ -422,8 +536,10 @@ int main(int argc, char** argv) {
         v1_update(l, stream);
       } else if (version == 2) {
         v2(l, stream);
-      } else {
+      } else if (version == 3) {
         v3(l, stream);
+      } else {
+        v4(l, stream);
       }
     };
     // The outputs filled with NaN first: what a version leaves unwritten shows.
@@ -453,7 +569,7 @@ int main(int argc, char** argv) {
       }
     }
     const double ex = scaled_error(x_out, want_x), es = scaled_error(skip_out, want_skip);
-    // v1 rounds res_skip to bf16 (2^-8 relative); v2 and v3 must stay within float accumulation.
+    // v1 rounds res_skip to bf16 (2^-8 relative); the fused versions must stay within float accumulation.
     const double bound = version == 1 ? 1e-2 : 1e-4;
     const bool low = low_copy_exact(x_low, x_out);
     bool good = same_acts && low && ex <= bound && es <= bound;
@@ -466,7 +582,9 @@ int main(int argc, char** argv) {
                                                bitwise_equal(host_copy(l.skip_out, n * h), skip_out));
     good &= replays_same;
     ok &= good;
-    const char* name = version == 1 ? "v1 gate+cuBLAS+update" : version == 2 ? "v2 fused" : "v3 fused, cp.async";
+    const char* name = version == 1 ? "v1 gate+cuBLAS+update" : version == 2 ? "v2 fused"
+                       : version == 3 ? "v3 fused, cp.async"
+                                      : "v4 fused, persistent";
     std::printf("%-22s %10.2f %12.2e %12.2e %6s %6s%s\n", name, us, ex,
                 es, same_acts ? "same" : "DIFFER", low ? "exact" : "WRONG", good ? "" : replays_same ? "  FAILED" : "  FAILED (replays differ)");
     if (version == 1 && repeats > 0) {
