@@ -298,14 +298,19 @@ __global__ void __launch_bounds__(k3Threads)
 }
 
 // ---- v4 ------------------------------------------------------------------------------------
-// Persistent: one block of 8 warps an SM holds the whole weight in shared memory (loaded once,
-// ~154 KB at H = 192, where v2 and v3 read it from L2 for every block) and walks tiles of 32
-// rows: the gate into shared memory, the tile's whole [32, 2H] product staged in shared memory
-// (each warp every eighth column tile of 16, both row tiles of it), then the update, each
-// thread's loads of x and skip independent of one another so that many are in flight. Two
-// barriers a tile. Only where
-// the weight, the tile and the staged product fit in an SM's shared memory (H <= ~200).
-constexpr int k4Rows = 32, k4Threads = 256;  // 8 warps
+// Persistent: one block of 8 warps an SM holds the whole weight in shared memory (copied once
+// through cp.async while the first tile's gate runs, ~154 KB at H = 192, where v2 and v3 read it
+// from L2 for every block) and walks tiles of 32 rows: the gate into shared memory; each
+// thread's x or skip values for the update loaded into registers (up to 12 float4s, all issued
+// before the product, so that they are in flight together); the tile's whole [32, 2H] product
+// staged in shared memory (each warp every eighth column tile of 16, both row tiles, the k loop
+// outside so that each A fragment is loaded once for its three column tiles); then the update.
+// Two barriers a tile: the one before the product parts the previous update's reads of c_s from
+// this product's writes, the one after it this product's reads of a_s from the next gate's
+// writes. Only where the weight, the tile and the staged product fit (H <= 192).
+constexpr int k4Rows = 32, k4Threads = 256;                 // 8 warps
+constexpr int k4MaxHeld = 12;                                // float4s a thread at H = 192
+constexpr int k4TilesPerWarp = 3;                            // column tiles at H = 192: 24 / 8
 
 size_t v4_shared_bytes(int h) {
   const size_t lda = static_cast<size_t>(h) + kPad, ldc = 2 * static_cast<size_t>(h) + kCPad;
@@ -326,60 +331,81 @@ __global__ void __launch_bounds__(k4Threads)
   const int packs = h / 8;
   for (int i = threadIdx.x; i < c * packs; i += k4Threads) {
     const int r = i / packs, k = (i % packs) * 8;
-    *reinterpret_cast<Bf16x8*>(w_s + r * lda + k) =
-        *reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(r) * h + k);
+    cp_async16(w_s + r * lda + k, w + static_cast<int64_t>(r) * h + k);
   }
+  cp_async_commit();
   const int warp = threadIdx.x / 32;
-  const int col_tiles = c / 16;  // 24 at H = 192: warp w takes w, w + 8, w + 16, ...
+  const int col_tiles = c / 16;  // warp w takes w, w + 8, w + 16
+  const int quads = c / 4, updates = k4Rows * quads;
   const int64_t tiles = (n + k4Rows - 1) / k4Rows;
   for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
     const int64_t row0 = tile * k4Rows;
-    // The previous tile's product has been read by all (the barrier before its update), so a_s
-    // is free; its update reads c_s only, which the next write follows a barrier.
     gate_rows<k4Rows, k4Threads>(in, bias_in, acts, a_s, lda, row0, n, h);
-    __syncthreads();  // the weight (first tile) and the acts written; the previous update done
-    for (int ct = warp; ct < col_tiles; ct += 8) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
-      wmma::fill_fragment(acc[0], 0.0f);
-      wmma::fill_fragment(acc[1], 0.0f);
-      for (int kk = 0; kk < h; kk += 16) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
-        wmma::load_matrix_sync(fb, w_s + ct * 16 * lda + kk, lda);
+    float4 held[k4MaxHeld];
 #pragma unroll
-        for (int rt = 0; rt < 2; ++rt) {
-          wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa;
-          wmma::load_matrix_sync(fa, a_s + rt * 16 * lda + kk, lda);
-          wmma::mma_sync(acc[rt], fa, fb, acc[rt]);
+    for (int k = 0; k < k4MaxHeld; ++k) {
+      const int i = threadIdx.x + k * k4Threads;
+      const int r = i / quads, j = (i % quads) * 4;
+      const int64_t row = row0 + r;
+      held[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < updates && row < n) {
+        held[k] = j < h ? *reinterpret_cast<const float4*>(x + row * h + j)
+                        : *reinterpret_cast<const float4*>(skip + row * h + j - h);
+      }
+    }
+    cp_async_wait<0>();  // the weight (first tile; nothing pending after)
+    __syncthreads();
+    {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[k4TilesPerWarp][2];
+#pragma unroll
+      for (int t = 0; t < k4TilesPerWarp; ++t) {
+        wmma::fill_fragment(acc[t][0], 0.0f);
+        wmma::fill_fragment(acc[t][1], 0.0f);
+      }
+      for (int kk = 0; kk < h; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major> fa[2];
+        wmma::load_matrix_sync(fa[0], a_s + kk, lda);
+        wmma::load_matrix_sync(fa[1], a_s + 16 * lda + kk, lda);
+#pragma unroll
+        for (int t = 0; t < k4TilesPerWarp; ++t) {
+          const int ct = warp + 8 * t;
+          if (ct >= col_tiles) break;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major> fb;
+          wmma::load_matrix_sync(fb, w_s + ct * 16 * lda + kk, lda);
+          wmma::mma_sync(acc[t][0], fa[0], fb, acc[t][0]);
+          wmma::mma_sync(acc[t][1], fa[1], fb, acc[t][1]);
         }
       }
 #pragma unroll
-      for (int rt = 0; rt < 2; ++rt) {
-        wmma::store_matrix_sync(c_s + rt * 16 * ldc + ct * 16, acc[rt], ldc, wmma::mem_row_major);
+      for (int t = 0; t < k4TilesPerWarp; ++t) {
+        const int ct = warp + 8 * t;
+        if (ct >= col_tiles) break;
+        wmma::store_matrix_sync(c_s + ct * 16, acc[t][0], ldc, wmma::mem_row_major);
+        wmma::store_matrix_sync(c_s + 16 * ldc + ct * 16, acc[t][1], ldc, wmma::mem_row_major);
       }
     }
     __syncthreads();
-    // The update, four channels a thread-step over the tile's [32, 2h] products.
-    const int quads = c / 4;
-#pragma unroll 4
-    for (int i = threadIdx.x; i < k4Rows * quads; i += k4Threads) {
+    // The update from the held values, four channels a thread-step.
+#pragma unroll
+    for (int k = 0; k < k4MaxHeld; ++k) {
+      const int i = threadIdx.x + k * k4Threads;
       const int r = i / quads, j = (i % quads) * 4;
       const int64_t row = row0 + r;
-      if (row >= n) continue;
+      if (i >= updates || row >= n) continue;
       const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + j);
+      const float4 v = held[k];
       if (j < h) {
         const float m = mask[row];
-        const float4 xv = *reinterpret_cast<const float4*>(x + row * h + j);
-        const float4 o = make_float4((xv.x + p.x + bias_rs[j]) * m, (xv.y + p.y + bias_rs[j + 1]) * m,
-                                     (xv.z + p.z + bias_rs[j + 2]) * m, (xv.w + p.w + bias_rs[j + 3]) * m);
+        const float4 o = make_float4((v.x + p.x + bias_rs[j]) * m, (v.y + p.y + bias_rs[j + 1]) * m,
+                                     (v.z + p.z + bias_rs[j + 2]) * m, (v.w + p.w + bias_rs[j + 3]) * m);
         *reinterpret_cast<float4*>(x_out + row * h + j) = o;
         const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
         uint2 bits;
         memcpy(&bits, lo, sizeof(bits));
         *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
       } else {
-        const float4 sv = *reinterpret_cast<const float4*>(skip + row * h + j - h);
-        const float4 o = make_float4(sv.x + p.x + bias_rs[j], sv.y + p.y + bias_rs[j + 1], sv.z + p.z + bias_rs[j + 2],
-                                     sv.w + p.w + bias_rs[j + 3]);
+        const float4 o = make_float4(v.x + p.x + bias_rs[j], v.y + p.y + bias_rs[j + 1], v.z + p.z + bias_rs[j + 2],
+                                     v.w + p.w + bias_rs[j + 3]);
         *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
       }
     }
@@ -509,7 +535,8 @@ int main(int argc, char** argv) {
                              static_cast<int>(v3_shared_bytes(h))));
   cudaDeviceProp props{};
   CHECK(cudaGetDeviceProperties(&props, 0));
-  const bool v4_fits = v4_shared_bytes(h) <= props.sharedMemPerBlockOptin;
+  // v4's registers are sized for H <= 192 (12 float4s a thread, 3 column tiles a warp).
+  const bool v4_fits = h <= 192 && v4_shared_bytes(h) <= props.sharedMemPerBlockOptin;
   if (v4_fits) {
     CHECK(cudaFuncSetAttribute(fused_forward_v4, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(v4_shared_bytes(h))));
@@ -525,8 +552,8 @@ int main(int argc, char** argv) {
               "x_out err", "skip err", "acts", "x_low");
   for (const int version : {1, 2, 3, 4}) {
     if (version == 4 && !v4_fits) {
-      std::printf("v4 skipped: %zu bytes of shared memory at H = %d, the SM has %zu\n", v4_shared_bytes(h), h,
-                  static_cast<size_t>(props.sharedMemPerBlockOptin));
+      std::printf("v4 skipped: H = %d is over 192, or its %zu bytes of shared memory over a block's %zu\n", h,
+                  v4_shared_bytes(h), static_cast<size_t>(props.sharedMemPerBlockOptin));
       continue;
     }
     const auto run = [&](cudaStream_t stream) {
