@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main-job command: trains a small Glow-TTS on the default corpus and leaves a
 # checkpoint, alignment images and a synthesized wav in runs/quickstart/.
-#   scripts/quickstart.sh                          # 2,500 steps: ~5 minutes on two idle CPU cores
+#   scripts/quickstart.sh                          # 2,500 steps: ~3.5 minutes on two idle CPU cores
 #   MONOFLOW_QUICKSTART_STEPS=5000 scripts/quickstart.sh     # train the same run further
 #   MONOFLOW_QUICKSTART_MINUTES=20 scripts/quickstart.sh     # a longer time limit (busy machine)
 # Steps: build if needed (scripts/setup.sh), generate the default corpus if missing
@@ -10,8 +10,8 @@
 # its step target (continuing a previous quick-start run of the same config when there is one;
 # one without a checkpoint, or of another config, is moved aside into
 # runs/quickstart/previous-<time>/), synthesize a sentence with the newest checkpoint.
-# The step target is what fits the stated time: 2,500 steps at the 12-13 steps/s of two idle CPU
-# cores (8-9 before the CPU dropout of 87bf0c7; docs/benchmarks.md), ~20 s on a GPU; it is also
+# The step target is what fits the stated time: 2,500 steps at the ~12 steps/s of two idle CPU
+# cores (8-9 before the CPU dropout of 87bf0c7; docs/benchmarks.md "Training runs"), ~20 s on a GPU; it is also
 # where the blank model aligns best (README, "Alignments"). The time limit only stops a run on a
 # machine that is busier than that, with a checkpoint.
 set -euo pipefail
@@ -25,7 +25,7 @@ SENTENCE=${MONOFLOW_QUICKSTART_TEXT:-"The morning train left the station exactly
 STEPS=${MONOFLOW_QUICKSTART_STEPS:-2500}
 MINUTES=${MONOFLOW_QUICKSTART_MINUTES:-10}
 [[ "$STEPS" =~ ^[1-9][0-9]*$ ]] || { echo "quickstart: MONOFLOW_QUICKSTART_STEPS must be a whole number >= 1, got '$STEPS'" >&2; exit 2; }
-echo "quickstart: $STEPS training steps (~5 minutes on two idle CPU cores, ~20 s on a GPU; stopped with a" \
+echo "quickstart: $STEPS training steps (~3.5 minutes on two idle CPU cores, ~20 s on a GPU; stopped with a" \
      "checkpoint after $MINUTES minutes at most), after a first build and corpus render if needed"
 
 for tool in train synthesize preprocess speak; do
