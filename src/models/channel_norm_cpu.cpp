@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/optional_tensor.h"
 #include "models/simd_math.h"
 
 namespace monoflow::models::cpu {
@@ -162,19 +163,21 @@ MONOFLOW_AVX2 void backward_tile_avx2(const Shape& s, const Tile& tile, const fl
 }
 #endif
 
-bool use_avx2() {
+// The tile functions for this CPU, chosen once per call.
+using ForwardTile = decltype(&forward_tile_baseline);
+using BackwardTile = decltype(&backward_tile_baseline);
+ForwardTile forward_tile_for_cpu() {
 #ifdef MONOFLOW_SIMD_X86
-  return simd::cpu_has_avx2_fma();
-#else
-  return false;
+  if (simd::cpu_has_avx2_fma()) return forward_tile_avx2;
 #endif
+  return forward_tile_baseline;
 }
-
-// Empty tensors stand for no residual and no mask in the autograd function's arguments.
-torch::Tensor or_none(const torch::Tensor& t, const torch::TensorOptions& options) {
-  return t.defined() ? t.contiguous() : torch::empty({0}, options);
+BackwardTile backward_tile_for_cpu() {
+#ifdef MONOFLOW_SIMD_X86
+  if (simd::cpu_has_avx2_fma()) return backward_tile_avx2;
+#endif
+  return backward_tile_baseline;
 }
-const float* data_or_null(const torch::Tensor& t) { return t.numel() > 0 ? t.data_ptr<float>() : nullptr; }
 
 Shape shape_of(const torch::Tensor& x) { return {x.size(0), x.size(1), x.size(2)}; }
 
@@ -183,32 +186,26 @@ int64_t tiles_per_task(const Shape& s) { return std::max<int64_t>(1, 16384 / std
 
 class ChannelLayerNormCpu : public torch::autograd::Function<ChannelLayerNormCpu> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& residual,
-                               const torch::Tensor& mask, const torch::Tensor& gamma_in,
+  // Empty residual and mask tensors stand for none (optional_tensor.h).
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& residual_in,
+                               const torch::Tensor& mask_in, const torch::Tensor& gamma_in,
                                const torch::Tensor& beta_in, double eps) {
     RECORD_FUNCTION("monoflow::ChannelLayerNormCpu", std::vector<c10::IValue>({x_in}));
     const torch::Tensor x = x_in.contiguous(), gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+    const torch::Tensor residual = is_given(residual_in) ? residual_in.contiguous() : residual_in;
+    const torch::Tensor mask = is_given(mask_in) ? mask_in.contiguous() : mask_in;
     const Shape s = shape_of(x);
     torch::Tensor y = torch::empty_like(x, torch::MemoryFormat::Contiguous);
     torch::Tensor mean = torch::empty({s.b, s.t}, x.options()), rstd = torch::empty({s.b, s.t}, x.options());
-    const Input in{x.data_ptr<float>(), data_or_null(residual)};
-    const float* pm = data_or_null(mask);
+    const Input in{x.data_ptr<float>(), data_or_null<float>(residual)};
+    const float* pm = data_or_null<float>(mask);
     const float *pg = gamma.data_ptr<float>(), *pb = beta.data_ptr<float>();
     float *py = y.data_ptr<float>(), *pmean = mean.data_ptr<float>(), *prstd = rstd.data_ptr<float>();
     const float e = static_cast<float>(eps);
-    const bool avx2 = use_avx2();
+    const ForwardTile forward_tile = forward_tile_for_cpu();
     at::parallel_for(0, s.tiles(), tiles_per_task(s), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-#ifdef MONOFLOW_SIMD_X86
-        if (avx2) {
-          forward_tile_avx2(s, s.tile(i), in, pm, pg, pb, e, py, pmean, prstd);
-          continue;
-        }
-#endif
-        forward_tile_baseline(s, s.tile(i), in, pm, pg, pb, e, py, pmean, prstd);
-      }
+      for (int64_t i = begin; i < end; ++i) forward_tile(s, s.tile(i), in, pm, pg, pb, e, py, pmean, prstd);
     });
-    (void)avx2;
     ctx->save_for_backward({x, residual, mask, gamma, mean, rstd});
     return y;
   }
@@ -222,26 +219,18 @@ class ChannelLayerNormCpu : public torch::autograd::Function<ChannelLayerNormCpu
     torch::Tensor grad_in = torch::empty_like(x, torch::MemoryFormat::Contiguous);
     // One row of gamma's and beta's partial sums per tile, added in tile order below.
     torch::Tensor partial = torch::empty({2, s.tiles(), s.c}, x.options());
-    const Input in{x.data_ptr<float>(), data_or_null(residual)};
-    const float* pm = data_or_null(mask);
+    const Input in{x.data_ptr<float>(), data_or_null<float>(residual)};
+    const float* pm = data_or_null<float>(mask);
     const float *pgy = grad_y.data_ptr<float>(), *pg = gamma.data_ptr<float>(), *pmean = mean.data_ptr<float>(),
                 *prstd = rstd.data_ptr<float>();
     float *pgi = grad_in.data_ptr<float>(), *gamma_rows = partial.data_ptr<float>(),
           *beta_rows = gamma_rows + s.tiles() * s.c;
-    const bool avx2 = use_avx2();
+    const BackwardTile backward_tile = backward_tile_for_cpu();
     at::parallel_for(0, s.tiles(), tiles_per_task(s), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        float *gr = gamma_rows + i * s.c, *br = beta_rows + i * s.c;
-#ifdef MONOFLOW_SIMD_X86
-        if (avx2) {
-          backward_tile_avx2(s, s.tile(i), pgy, in, pm, pg, pmean, prstd, pgi, gr, br);
-          continue;
-        }
-#endif
-        backward_tile_baseline(s, s.tile(i), pgy, in, pm, pg, pmean, prstd, pgi, gr, br);
+        backward_tile(s, s.tile(i), pgy, in, pm, pg, pmean, prstd, pgi, gamma_rows + i * s.c, beta_rows + i * s.c);
       }
     });
-    (void)avx2;
     torch::Tensor grad_gamma = torch::empty({s.c}, x.options()), grad_beta = torch::empty({s.c}, x.options());
     float *pgg = grad_gamma.data_ptr<float>(), *pgb = grad_beta.data_ptr<float>();
     for (int64_t ch = 0; ch < s.c; ++ch) {
@@ -254,7 +243,7 @@ class ChannelLayerNormCpu : public torch::autograd::Function<ChannelLayerNormCpu
       pgb[ch] = static_cast<float>(dbeta);
     }
     // x and the residual enter as their sum: the same gradient.
-    return {grad_in, residual.numel() > 0 ? grad_in : torch::Tensor(), torch::Tensor(), grad_gamma, grad_beta,
+    return {grad_in, is_given(residual) ? grad_in : torch::Tensor(), torch::Tensor(), grad_gamma, grad_beta,
             torch::Tensor()};
   }
 };

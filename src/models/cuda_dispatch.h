@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <torch/torch.h>
 
+#include "models/optional_tensor.h"
+
 namespace monoflow::models::cuda {
 
 inline void check_launch(cudaError_t error, const char* what) {
@@ -31,15 +33,7 @@ void dispatch_kernel_dtype(torch::ScalarType s, const char* what, F&& f) {
 template <typename T>
 T* data_as(const torch::Tensor& t) { return reinterpret_cast<T*>(t.data_ptr()); }
 
-// Optional inputs of the autograd functions: LibTorch's custom functions take no undefined
-// tensor ("tensor does not have a device"), so "none" travels as an empty tensor.
-inline torch::Tensor or_none(const torch::Tensor& t, const torch::TensorOptions& options) {
-  return t.defined() ? t : torch::empty({0}, options);
-}
-inline bool is_given(const torch::Tensor& t) { return t.defined() && t.numel() > 0; }
-// The kernels' side of it: a pointer, or nullptr for none (T float or uint8_t: the dtype is checked).
-template <typename T>
-T* data_or_null(const torch::Tensor& t) { return is_given(t) ? t.data_ptr<T>() : nullptr; }
+// Optional inputs (or_none, is_given, data_or_null): models/optional_tensor.h.
 
 // Column sums of [N, C] rows (a bias's gradient) in float, by kernels/column_sums.cu: two
 // deterministic passes, where cuBLAS's matrix-vector product with ones took a fill, a split-K

@@ -5,6 +5,7 @@
 
 #include "models/cpu_rows.h"
 #include "models/flow_reverse_cpu.h"
+#include "models/optional_tensor.h"
 
 namespace monoflow::models::cpu {
 
@@ -88,7 +89,7 @@ class MaskedSumCpu : public torch::autograd::Function<MaskedSumCpu> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& res_in,
                                const torch::Tensor& x_mask) {
     RECORD_FUNCTION("monoflow::MaskedSumCpu", std::vector<c10::IValue>({res_in}));
-    const bool has_x = x_in.numel() > 0;
+    const bool has_x = is_given(x_in);
     const torch::Tensor x = has_x ? x_in.contiguous() : x_in, res = res_in.contiguous(), mask = x_mask.contiguous();
     const int64_t b = res.size(0), h = res.size(1), frames = res.size(2);
     auto out = torch::empty_like(res);
@@ -133,7 +134,7 @@ bool masked_sum_cpu_applies(const torch::Tensor& x, const torch::Tensor& res, co
 torch::Tensor masked_sum_cpu(const torch::Tensor& x, const torch::Tensor& res, const torch::Tensor& x_mask) {
   TORCH_CHECK(masked_sum_cpu_applies(x, res, x_mask),
               "masked_sum_cpu: expected float32 CPU res [B, H, T], x like it or undefined, x_mask [B, 1, T]");
-  return MaskedSumCpu::apply(x.defined() ? x : torch::empty({0}, res.options()), res, x_mask);
+  return MaskedSumCpu::apply(or_none(x, res.options()), res, x_mask);
 }
 
 }  // namespace monoflow::models::cpu
