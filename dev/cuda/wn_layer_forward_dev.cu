@@ -103,6 +103,36 @@ __device__ __forceinline__ void gate_rows(const bf16* __restrict__ in, const flo
   }
 }
 
+// The update of four channels j..j+3 of one row from their products p: the residual half (j < h)
+// into x_out = (x + p + bias) * mask and its bf16 copy, the skip half into skip_out = skip + p +
+// bias; v the row's x or skip values there (four never straddle the halves: h % 4 == 0).
+__device__ __forceinline__ void update_quad(float4 p, float4 v, int64_t row, int j, int h,
+                                            const float* __restrict__ bias_rs, const float* __restrict__ mask,
+                                            float* __restrict__ x_out, float* __restrict__ skip_out,
+                                            bf16* __restrict__ x_low) {
+  if (j < h) {
+    const float m = mask[row];
+    const float4 o = make_float4((v.x + p.x + bias_rs[j]) * m, (v.y + p.y + bias_rs[j + 1]) * m,
+                                 (v.z + p.z + bias_rs[j + 2]) * m, (v.w + p.w + bias_rs[j + 3]) * m);
+    *reinterpret_cast<float4*>(x_out + row * h + j) = o;
+    const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
+    uint2 bits;
+    memcpy(&bits, lo, sizeof(bits));
+    *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
+  } else {
+    const float4 o = make_float4(v.x + p.x + bias_rs[j], v.y + p.y + bias_rs[j + 1], v.z + p.z + bias_rs[j + 2],
+                                 v.w + p.w + bias_rs[j + 3]);
+    *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
+  }
+}
+
+// The row's x (j < h) or skip values at channels j..j+3 of the [n, 2h] products.
+__device__ __forceinline__ float4 x_or_skip(const float* __restrict__ x, const float* __restrict__ skip, int64_t row,
+                                            int j, int h) {
+  return j < h ? *reinterpret_cast<const float4*>(x + row * h + j)
+               : *reinterpret_cast<const float4*>(skip + row * h + j - h);
+}
+
 size_t fused_shared_bytes(int h) {
   const size_t lda = static_cast<size_t>(h) + kPad;
   return (kRows + kColumns) * lda * sizeof(bf16) + kRows * (kColumns + kCPad) * sizeof(float);
@@ -156,38 +186,22 @@ __global__ void __launch_bounds__(kThreads)
       wmma::store_matrix_sync(c_s + tile_row * 16 * ldc + (tile_col + j) * 16, acc[j], ldc, wmma::mem_row_major);
     }
     __syncthreads();
-    // The update, four channels a thread-step (four never straddle the halves: h % 4 == 0).
+    // The update, four channels a thread-step.
     for (int i = threadIdx.x; i < kRows * kColumns / 4; i += kThreads) {
       const int r = i / (kColumns / 4), cc = (i % (kColumns / 4)) * 4;
       const int64_t row = row0 + r;
       const int j = c0 + cc;
       if (row >= n || j >= 2 * h) continue;
-      const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + cc);
-      if (j < h) {
-        const float m = mask[row];
-        const float4 xv = *reinterpret_cast<const float4*>(x + row * h + j);
-        const float4 o = make_float4((xv.x + p.x + bias_rs[j]) * m, (xv.y + p.y + bias_rs[j + 1]) * m,
-                                     (xv.z + p.z + bias_rs[j + 2]) * m, (xv.w + p.w + bias_rs[j + 3]) * m);
-        *reinterpret_cast<float4*>(x_out + row * h + j) = o;
-        const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
-        uint2 bits;
-        memcpy(&bits, lo, sizeof(bits));
-        *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
-      } else {
-        const int s = j - h;
-        const float4 sv = *reinterpret_cast<const float4*>(skip + row * h + s);
-        const float4 o = make_float4(sv.x + p.x + bias_rs[j], sv.y + p.y + bias_rs[j + 1], sv.z + p.z + bias_rs[j + 2],
-                                     sv.w + p.w + bias_rs[j + 3]);
-        *reinterpret_cast<float4*>(skip_out + row * h + s) = o;
-      }
+      update_quad(*reinterpret_cast<const float4*>(c_s + r * ldc + cc), x_or_skip(x, skip, row, j, h), row, j, h,
+                  bias_rs, mask, x_out, skip_out, x_low);
     }
   }
 }
 
 // ---- v3 ------------------------------------------------------------------------------------
 // v2's work in smaller blocks with its loads overlapped: 32 rows and 4 warps a block (500 blocks
-// at the training shape where v2 has 250: ~3.8 an SM against ~1.9), the weight in chunks of 32 output channels
-// double-buffered through cp.async (the next chunk loads while this one multiplies), and each
+// at the training shape where v2 has 250: ~3.8 an SM against ~1.9), the weight in chunks of 32
+// output channels double-buffered through cp.async (the next chunk loads while this one multiplies), and each
 // thread's x or skip values for a chunk loaded into registers before the chunk's product, so
 // that their DRAM latency overlaps the arithmetic. Needs 2h % 32 == 0 (h % 16 == 0).
 constexpr int k3Rows = 32, k3Columns = 32, k3Threads = 128;  // 4 warps: one 16x16 tile each
@@ -249,11 +263,7 @@ __global__ void __launch_bounds__(k3Threads)
       const int i = threadIdx.x + k * k3Threads;
       const int r = i / (k3Columns / 4), j = c0 + (i % (k3Columns / 4)) * 4;
       const int64_t row = row0 + r;
-      held[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (row < n) {
-        held[k] = j < h ? *reinterpret_cast<const float4*>(x + row * h + j)
-                        : *reinterpret_cast<const float4*>(skip + row * h + j - h);
-      }
+      held[k] = row < n ? x_or_skip(x, skip, row, j, h) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     if (q + 1 < chunks) cp_async_wait<1>();  // this chunk's copies (this thread's) done
     else cp_async_wait<0>();
@@ -277,22 +287,8 @@ __global__ void __launch_bounds__(k3Threads)
       const int64_t row = row0 + r;
       const int j = c0 + cc;
       if (row >= n) continue;
-      const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + cc);
-      const float4 v = held[k];
-      if (j < h) {
-        const float m = mask[row];
-        const float4 o = make_float4((v.x + p.x + bias_rs[j]) * m, (v.y + p.y + bias_rs[j + 1]) * m,
-                                     (v.z + p.z + bias_rs[j + 2]) * m, (v.w + p.w + bias_rs[j + 3]) * m);
-        *reinterpret_cast<float4*>(x_out + row * h + j) = o;
-        const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
-        uint2 bits;
-        memcpy(&bits, lo, sizeof(bits));
-        *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
-      } else {
-        const float4 o = make_float4(v.x + p.x + bias_rs[j], v.y + p.y + bias_rs[j + 1], v.z + p.z + bias_rs[j + 2],
-                                     v.w + p.w + bias_rs[j + 3]);
-        *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
-      }
+      update_quad(*reinterpret_cast<const float4*>(c_s + r * ldc + cc), held[k], row, j, h, bias_rs, mask, x_out,
+                  skip_out, x_low);
     }
   }
 }
@@ -347,11 +343,7 @@ __global__ void __launch_bounds__(k4Threads)
       const int i = threadIdx.x + k * k4Threads;
       const int r = i / quads, j = (i % quads) * 4;
       const int64_t row = row0 + r;
-      held[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < updates && row < n) {
-        held[k] = j < h ? *reinterpret_cast<const float4*>(x + row * h + j)
-                        : *reinterpret_cast<const float4*>(skip + row * h + j - h);
-      }
+      held[k] = i < updates && row < n ? x_or_skip(x, skip, row, j, h) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
     cp_async_wait<0>();  // the weight (first tile; nothing pending after)
     __syncthreads();
@@ -392,22 +384,8 @@ __global__ void __launch_bounds__(k4Threads)
       const int r = i / quads, j = (i % quads) * 4;
       const int64_t row = row0 + r;
       if (i >= updates || row >= n) continue;
-      const float4 p = *reinterpret_cast<const float4*>(c_s + r * ldc + j);
-      const float4 v = held[k];
-      if (j < h) {
-        const float m = mask[row];
-        const float4 o = make_float4((v.x + p.x + bias_rs[j]) * m, (v.y + p.y + bias_rs[j + 1]) * m,
-                                     (v.z + p.z + bias_rs[j + 2]) * m, (v.w + p.w + bias_rs[j + 3]) * m);
-        *reinterpret_cast<float4*>(x_out + row * h + j) = o;
-        const __nv_bfloat162 lo[2] = {__floats2bfloat162_rn(o.x, o.y), __floats2bfloat162_rn(o.z, o.w)};
-        uint2 bits;
-        memcpy(&bits, lo, sizeof(bits));
-        *reinterpret_cast<uint2*>(x_low + row * h + j) = bits;
-      } else {
-        const float4 o = make_float4(v.x + p.x + bias_rs[j], v.y + p.y + bias_rs[j + 1], v.z + p.z + bias_rs[j + 2],
-                                     v.w + p.w + bias_rs[j + 3]);
-        *reinterpret_cast<float4*>(skip_out + row * h + j - h) = o;
-      }
+      update_quad(*reinterpret_cast<const float4*>(c_s + r * ldc + j), held[k], row, j, h, bias_rs, mask, x_out,
+                  skip_out, x_low);
     }
   }
 }
