@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "median_ms.h"
+#include "relative_diff.h"
 #include "models/channel_norm_cpu.h"
 
 namespace {
@@ -24,10 +25,6 @@ torch::Tensor composite(const torch::Tensor& x, const torch::Tensor& r, const to
   const auto input = x + r;
   const auto y = at::layer_norm(input.transpose(1, -1), {x.size(1)}, gamma, beta, 1e-4).transpose(1, -1).contiguous();
   return y * mask;
-}
-
-double relative_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
 }
 
 }  // namespace

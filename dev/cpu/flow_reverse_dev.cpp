@@ -15,16 +15,9 @@
 
 #include "common/host_memory.h"
 #include "median_ms.h"
+#include "relative_diff.h"
 #include "models/flow_fused.h"
 #include "models/flow_reverse_cpu.h"
-
-namespace {
-
-double relative_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / std::max(b.abs().max().item<double>(), 1e-30);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int64_t frames = 900, channels = 160, flows = 12;
