@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "models/modules.h"
 #include "train/graph_capture.h"
 
 #ifdef MONOFLOW_HAS_CUDA
@@ -127,7 +128,11 @@ struct GraphedInference::Impl {
       : model(std::move(m)), options(o), device(model->parameters().front().device()),
         decoder_recorder{std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
         text_recorder{std::make_shared<CapturePool>(device), o.max_graphs(), o.eager_uses()},
-        prior_recorder{text_recorder.pool, o.max_graphs(), o.eager_uses()} {}
+        prior_recorder{text_recorder.pool, o.max_graphs(), o.eager_uses()} {
+    // The graphs read the inverse 1x1 weights kept from their recording (a recording cannot
+    // copy to the host, where they are computed).
+    models::cache_inference_weights(*model);
+  }
 
   // infer_lengths() with the encoder and the durations replayed from the text shape's graph.
   models::InferenceOutput lengths(const torch::Tensor& text_in, const torch::Tensor& text_lengths_in,

@@ -45,6 +45,8 @@ struct GraphedInferenceOptions {
 
 class GraphedInference {
  public:
+  // The model's weights must stay as they are while this lives: it turns on
+  // models::cache_inference_weights, whose kept inverses its graphs read.
   explicit GraphedInference(models::GlowTTS model, const GraphedInferenceOptions& options = {});
   ~GraphedInference();
   GraphedInference(const GraphedInference&) = delete;

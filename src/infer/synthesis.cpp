@@ -21,6 +21,7 @@
 #include "data/mel.h"
 #include "data/text/text_processor.h"
 #include "models/glow_tts.h"
+#include "models/modules.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
 #include "infer/graphed_inference.h"
@@ -229,6 +230,7 @@ Synthesizer::Synthesizer(const SynthesisOptions& o) {
   l.model->to(l.device);
   l.step = load_model_weights(o.checkpoint, *l.model).step;
   l.model->eval();
+  models::cache_inference_weights(*l.model);  // its weights no longer change
   if (o.speaker != kSpeakerLater) l.speakers = speaker_ids(o.speaker, l.config.data.n_speakers, o.checkpoint);
   l.speaker_pending = o.speaker == kSpeakerLater;
   if (!o.vocoder.empty()) l.vocoder = load_vocoder(o.vocoder, l.device);

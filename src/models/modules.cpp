@@ -143,6 +143,7 @@ bool WeightNormConv1dImpl::inference_cache_valid() const {
 
 torch::Tensor WeightNormConv1dImpl::inference_weight() {
   if (torch::GradMode::is_enabled() || !weight_v.device().is_cpu() || step_weight_.defined()) return {};
+  if (!cache_) return torch::_weight_norm(weight_v, weight_g, 0);
   if (!cached_weight_.defined() || !inference_cache_valid()) {
     cached_weight_ = torch::_weight_norm(weight_v, weight_g, 0);
     cached_winograd_ = torch::Tensor();
@@ -158,6 +159,7 @@ torch::Tensor WeightNormConv1dImpl::inference_weight() {
 torch::Tensor WeightNormConv1dImpl::inference_winograd_weight() {
   const auto w = inference_weight();
   if (!w.defined() || w.size(2) != 5) return {};
+  if (!cache_) return winograd_weight(w);
   if (!cached_winograd_.defined()) cached_winograd_ = winograd_weight(w);
   return cached_winograd_;
 }
@@ -165,8 +167,16 @@ torch::Tensor WeightNormConv1dImpl::inference_winograd_weight() {
 torch::Tensor WeightNormConv1dImpl::inference_rows_weight() {
   const auto w = inference_weight();
   if (!w.defined() || w.size(2) != 1) return {};
+  if (!cache_) return winograd_rows_weight(w);
   if (!cached_rows_.defined()) cached_rows_ = winograd_rows_weight(w);
   return cached_rows_;
+}
+
+void WeightNormConv1dImpl::set_inference_cache(bool on) {
+  cache_ = on;
+  if (on) return;
+  cached_weight_ = cached_winograd_ = cached_rows_ = torch::Tensor();
+  cached_of_[0] = cached_of_[1] = nullptr;
 }
 
 torch::Tensor WeightNormConv1dImpl::forward(const torch::Tensor& x) {
@@ -493,8 +503,15 @@ torch::Tensor InvConvNearImpl::log_det_weight() {
   return n_split_ > LeibnizLogDet::kMaxOrder ? torch::logdet(weight) : log_det_(weight);
 }
 
+void InvConvNearImpl::set_inference_cache(bool on) {
+  cache_ = on;
+  if (on) return;
+  inverse_ = torch::Tensor();
+  inverse_of_ = nullptr;
+}
+
 torch::Tensor InvConvNearImpl::inverse_weight() {
-  const bool cacheable = !torch::GradMode::is_enabled();
+  const bool cacheable = cache_ && !torch::GradMode::is_enabled();
   if (cacheable && inverse_.defined() && inverse_of_ == weight.data_ptr() && inverse_version_ == weight._version() &&
       inverse_.device() == weight.device()) {
     return inverse_;
@@ -585,6 +602,13 @@ std::pair<torch::Tensor, torch::Tensor> CouplingBlockImpl::forward(const torch::
   if (!sigmoid_scale_ && cpu::coupling_train_applies(x, out, x_mask)) return cpu::coupling_affine_train(x, out, x_mask);
   auto z_1 = (m + torch::exp(logs) * x_1) * x_mask;
   return {torch::cat({x_0, z_1}, 1), (logs * x_mask).sum({1, 2})};
+}
+
+void cache_inference_weights(torch::nn::Module& model, bool on) {
+  for (const auto& m : model.modules(/*include_self=*/true)) {
+    if (auto* conv = m->as<WeightNormConv1dImpl>()) conv->set_inference_cache(on);
+    if (auto* flow = m->as<InvConvNearImpl>()) flow->set_inference_cache(on);
+  }
 }
 
 }  // namespace monoflow::models

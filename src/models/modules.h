@@ -78,12 +78,13 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   }
   // CPU inference (grad mode off, CPU weights): the effective weight, for kernel-5 layers its
   // Winograd transform and for 1x1 layers its packed rows (winograd_conv1d.h, rows padded to
-  // a multiple of 6), computed once while weight_v and weight_g keep their storage and
-  // version (load_state_dict and optimizer steps bump the version). Undefined where they do not
-  // apply: a GPU, grad mode on, another kernel size.
+  // a multiple of 6). Computed at each call, unless cache_inference_weights is on: then kept
+  // while weight_v and weight_g keep their storage and version (load_state_dict bumps it).
+  // Undefined where they do not apply: a GPU, grad mode on, another kernel size.
   torch::Tensor inference_weight();
   torch::Tensor inference_winograd_weight();
   torch::Tensor inference_rows_weight();
+  void set_inference_cache(bool on);
   int64_t dilation() const { return dilation_; }
   int64_t padding() const { return padding_; }
   torch::Tensor bias, weight_g, weight_v;
@@ -94,6 +95,7 @@ class WeightNormConv1dImpl : public torch::nn::Module {
   int64_t dilation_, padding_;
   torch::Tensor step_weight_;
   bool step_weight_grad_aside_ = false, step_weight_taken_ = false;
+  bool cache_ = false;
   torch::Tensor cached_weight_, cached_winograd_, cached_rows_;
   const void* cached_of_[2] = {nullptr, nullptr};
   uint32_t cached_version_[2] = {0, 0};
@@ -128,6 +130,8 @@ class WNImpl : public torch::nn::Module {
   // The res_skip weights with the projection folded in, packed (winograd_rows_weight), and
   // their biases, per layer; valid while the projection keeps its storage and version and each
   // res_skip layer its cached inference weight (held here, so its address is not reused).
+  // Without cache_inference_weights a layer's inference weight is new at each call, and so is
+  // the fold.
   const std::vector<torch::Tensor>& folded_res_skip(const torch::Tensor& proj_weight);
   std::vector<torch::Tensor> folded_weight_, folded_bias_, folded_from_;
   const void* folded_proj_ = nullptr;
@@ -199,21 +203,34 @@ class InvConvNearImpl : public Flow {
   torch::Tensor weight;  // [n_split, n_split], orthogonal with det > 0 at init
   int64_t n_split() const { return n_split_; }
   int64_t channels() const { return channels_; }
+  void set_inference_cache(bool on);
 
  private:
   torch::Tensor log_det_weight();
   torch::Tensor inverse_weight();
   int64_t channels_, n_split_;
   LeibnizLogDet log_det_;
-  // W^-1 for the reverse pass without gradient, kept while the weight is unchanged (same
-  // storage and version): synthesis inverts it once, not per call, and a CUDA graph of the
-  // reverse pass (whose recording runs it once first) holds no copy to the host, where
-  // inverse_weight computes it.
+  // W^-1 for the reverse pass without gradient. Under cache_inference_weights it is kept
+  // while the weight keeps its storage and version: synthesis inverts it once, not per call,
+  // and a CUDA graph of the reverse pass (whose recording runs it once first) holds no copy to
+  // the host, where inverse_weight computes it.
+  bool cache_ = false;
   torch::Tensor inverse_;
   const void* inverse_of_ = nullptr;
   uint32_t inverse_version_ = 0;
 };
 TORCH_MODULE(InvConvNear);
+
+// Whether inference keeps weights derived from the parameters between calls: each
+// weight-normalised convolution's weight with its Winograd or packed form and the folded skip
+// weights (CPU), and each InvConvNear's inverse (every device). On: a promise by the caller that
+// the parameters no longer change but through load_state_dict (synthesis, serving, `align`,
+// GraphedInference, whose recording needs the inverses in place). Off, the default: computed at
+// each call, because a parameter's storage and version counter do not see every update
+// (FusedAdam's steps on its flat buffer and CUDA graph replays leave the version as it was), and
+// a training run that validated from kept weights measured its first validation's weights
+// again at every later one. Turning it off drops what was kept.
+void cache_inference_weights(torch::nn::Module& model, bool on = true);
 
 // Affine coupling: the first half of the channels, through start -> WN -> end (end is
 // zero-initialised, so the block starts as the identity), gives mean and log-scale for the

@@ -271,20 +271,32 @@ TEST_F(FlowsTest, InvConvNearInitIsRotation) {
   EXPECT_NEAR(torch::det(w).item<double>(), 1.0, 1e-5);
 }
 
-// The reverse pass keeps W^-1 while the weight is unchanged; an in-place update (an optimizer
-// step, a loaded checkpoint) must invalidate it.
+// Under cache_inference_weights the reverse pass keeps W^-1 while the weight is unchanged; an
+// in-place update (a loaded checkpoint) must invalidate it. Without it (the default), W^-1
+// follows an update that leaves the weight's version as it was (a view of an optimizer's flat
+// buffer, set_data, updated through the buffer).
 TEST_F(FlowsTest, InvConvNearReverseFollowsWeightUpdates) {
-  InvConvNear inv(8, 4);
-  torch::NoGradGuard no_grad;
-  auto x = torch::randn({2, 8, 10});
-  auto mask = torch::ones({2, 1, 10});
-  for (int round = 0; round < 2; ++round) {
+  for (bool cached : {true, false}) {
+    InvConvNear inv(8, 4);
+    cache_inference_weights(*inv, cached);
+    torch::NoGradGuard no_grad;
+    auto x = torch::randn({2, 8, 10});
+    auto mask = torch::ones({2, 1, 10});
+    const auto flat = inv->weight.detach().flatten().clone();
+    if (!cached) inv->weight.set_data(flat.view_as(inv->weight));
+    for (int round = 0; round < 2; ++round) {
+      auto z = inv->forward(x, mask).first;
+      EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5) << "round " << round;
+      const auto rotation = std::get<0>(torch::linalg_qr(torch::randn({4, 4})));  // another one
+      if (cached) {
+        inv->weight.copy_(rotation);
+      } else {
+        flat.copy_(rotation.flatten());
+      }
+    }
     auto z = inv->forward(x, mask).first;
-    EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5) << "round " << round;
-    inv->weight.copy_(std::get<0>(torch::linalg_qr(torch::randn({4, 4}))));  // another rotation
+    EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5) << "cached " << cached;
   }
-  auto z = inv->forward(x, mask).first;
-  EXPECT_LT(max_abs_diff(inv->forward(z, mask, {}, true).first, x), 1e-5);
 }
 
 TEST_F(FlowsTest, CouplingStartsAsIdentityOnSecondHalf) {

@@ -268,12 +268,13 @@ TEST(WinogradConv1d, WnInferencePathMatchesTrainingPath) {
 // WN with a 1x1 projection (the coupling's end) folded into its skip weights under no_grad,
 // against the training path's WN then conv1d: P = 10 outputs (padded rows), with and without
 // padding; then again after the projection and a res_skip weight change in place (the folded
-// weights follow).
+// weights, kept under cache_inference_weights, follow).
 TEST(WinogradConv1d, ProjectedWnMatchesWnThenConv1d) {
   torch::manual_seed(8);
   const int64_t h = 24, t = 45, p = 10;
   WN wn(h, 5, 1, 4, 0, 0.0);
   wn->eval();
+  cache_inference_weights(*wn);
   for (auto& param : wn->parameters()) {
     torch::NoGradGuard no_grad;
     param.add_(torch::randn_like(param) * 0.1);
@@ -305,6 +306,7 @@ TEST(WinogradConv1d, ProjectedWnMatchesWnThenConv1d) {
 
 TEST(WinogradConv1d, CachedInferenceWeightFollowsTheParameters) {
   WeightNormConv1d conv(4, 8, 5, 1, 2);
+  cache_inference_weights(*conv);
   const auto x = torch::randn({1, 4, 20});
   torch::NoGradGuard no_grad;
   const auto before = conv->forward(x);
@@ -317,6 +319,24 @@ TEST(WinogradConv1d, CachedInferenceWeightFollowsTheParameters) {
     torch::AutoGradMode grad(true);
     EXPECT_FALSE(conv->inference_weight().defined());  // training computes it each forward
   }
+}
+
+// Without cache_inference_weights (training's validation), inference sees an update that leaves
+// the parameter's version counter as it was: FusedAdam's parameters are views of its flat
+// buffer (set_data), which its step updates, as a CUDA graph replay updates any parameter.
+TEST(WinogradConv1d, InferenceWeightFollowsAnUpdateItsVersionDoesNotShow) {
+  WeightNormConv1d conv(4, 8, 5, 1, 2);
+  const auto x = torch::randn({1, 4, 20});
+  torch::NoGradGuard no_grad;
+  const auto flat = conv->weight_g.detach().flatten().clone();
+  conv->weight_g.set_data(flat.view_as(conv->weight_g));
+  const auto before = conv->forward(x);
+  const auto version = conv->weight_g._version();
+  flat.mul_(2.0);
+  ASSERT_EQ(conv->weight_g._version(), version);  // what the caches were keyed on
+  const auto after = conv->forward(x);
+  const auto bias = conv->bias.view({1, -1, 1});
+  EXPECT_LT((after - bias - 2 * (before - bias)).abs().max().item<double>(), 1e-5);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -22,6 +23,8 @@
 #include "train/fused_adam.h"
 #include "train/train_step.h"
 #include "train/trainer.h"
+#include "train/run_parts.h"
+#include "train/validation.h"
 
 namespace monoflow::train {
 namespace {
@@ -33,17 +36,26 @@ using testing::run;
 // One corpus for the whole suite.
 const std::string& corpus() { return testing::suite_corpus(); }
 
-// step -> {key -> value} of the training lines (those with loss/mle) of metrics.jsonl.
-std::map<int64_t, std::map<std::string, double>> training_metrics(const std::string& run_dir) {
+// step -> {key -> value} of the lines of metrics.jsonl that hold keys[0].
+std::map<int64_t, std::map<std::string, double>> metrics_lines(const std::string& run_dir,
+                                                               const std::vector<std::string>& keys) {
   std::map<int64_t, std::map<std::string, double>> out;
   std::istringstream in(testing::read_text(run_dir + "/metrics.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const YAML::Node n = YAML::Load(line);
-    if (!n["loss/mle"]) continue;
+    if (!n[keys.front()]) continue;
     auto& row = out[n["step"].as<int64_t>()];
-    for (const char* key : {"loss/mle", "loss/dur", "lr", "grad_norm"}) row[key] = n[key].as<double>();
+    for (const auto& key : keys) row[key] = n[key].as<double>();
   }
   return out;
+}
+
+// The training lines (those with loss/mle) and the validation lines.
+std::map<int64_t, std::map<std::string, double>> training_metrics(const std::string& run_dir) {
+  return metrics_lines(run_dir, {"loss/mle", "loss/dur", "lr", "grad_norm"});
+}
+std::map<int64_t, std::map<std::string, double>> validation_metrics(const std::string& run_dir) {
+  return metrics_lines(run_dir, {"val/loss/mle", "val/loss/dur"});
 }
 
 using testing::expect_same_weights;
@@ -81,6 +93,43 @@ TEST(Trainer, ResumeIsExact) {
   EXPECT_TRUE(std::isfinite(ma.at(2 * kN).at("loss/mle")));
   auto wa = load_weights(straight, a.checkpoint), wb = load_weights(second_half, b2.checkpoint);
   expect_same_weights(wa, wb);
+  // The validation of the last step too: its losses, and its sample (its noise drawn from the
+  // restored generator, through the inverse flows), where the straight run validated before
+  // and the resumed one had not.
+  const auto va = validation_metrics(dir / "straight"), vb = validation_metrics(dir / "resumed");
+  ASSERT_EQ(va.count(2 * kN), 1u);
+  ASSERT_EQ(vb.count(2 * kN), 1u);
+  EXPECT_EQ(va.at(2 * kN), vb.at(2 * kN));
+  char sample[40];
+  std::snprintf(sample, sizeof sample, "/samples/val_%09d.wav", 2 * kN);
+  EXPECT_TRUE(testing::read_text(dir / "straight" + sample) == testing::read_text(dir / "resumed" + sample))
+      << sample << " differs";
+}
+
+// What a validation logs is what the weights of its step give: the losses of a model loaded
+// from that step's checkpoint and validated in a process of its own. The CPU's inference caches
+// (the weight norm's weights, the folded skip weights, the inverse 1x1 weights) once outlived
+// the first validation, because the optimizer updates its flat buffer without bumping the
+// parameters' version counters, so every later validation measured the first one's weights.
+TEST(Trainer, EachValidationMeasuresTheWeightsOfItsStep) {
+  TempDir dir;
+  const std::string run_dir = dir / "run";
+  const Config c = testing::tiny_config(corpus(), run_dir, 3 * kN);  // validations and checkpoints at 3, 6, 9
+  run(c);
+  const auto logged = validation_metrics(run_dir);
+  ASSERT_EQ(logged.size(), 3u);
+  for (const auto& [step, values] : logged) {
+    RunParts parts;
+    choose_devices(c, parts);
+    build_data_and_model(c, parts);
+    load_checkpoint(run_dir + "/checkpoints/" + checkpoint_filename(step), *parts.model, nullptr);
+    const ValidationResult v =
+        validate(parts.model, *parts.val_loader, parts.device,
+                 validation_options(c, parts.step_options,
+                                    parts.datasets.validation->mel_spectrogram().filterbank()));
+    EXPECT_NEAR(v.loss_mle, values.at("val/loss/mle"), 1e-9) << "step " << step;
+    EXPECT_NEAR(v.loss_dur, values.at("val/loss/dur"), 1e-9) << "step " << step;
+  }
 }
 
 // The same corpus written to another folder (a longer path, with spaces) trains to the same

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/stats.h"
 #include "models/glow_tts.h"
+#include "models/modules.h"
 #include "align/mas_compare.h"
 #include "train/precision.h"
 #include "infer/graphed_inference.h"
@@ -56,6 +57,7 @@ InferBenchRow bench_inference(const InferBenchOptions& o, const std::string& pre
   set_allow_tf32(precision != "fp32");
   models::GlowTTS model = bench_model(s);
   model->eval();
+  models::cache_inference_weights(*model);  // as synthesize does
 
   std::mt19937_64 rng(s.seed);
   std::uniform_int_distribution<int64_t> token(1, s.vocab - 1);

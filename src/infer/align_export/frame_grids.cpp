@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "infer/align_export/ensemble.h"
 #include "infer/align_export/time_ensemble.h"
+#include "models/modules.h"
 #include "train/checkpoint.h"
 #include "train/config/config_io.h"
 #include "train/config/library_options.h"
@@ -102,6 +103,7 @@ std::vector<FrameGrid> frame_grids(const AlignOptions& o, const std::vector<Conf
     load_model_weights(o.checkpoints[i], *model);  // monoflow's or an official Glow-TTS file
     model->set_ddi(false);
     model->eval();
+    models::cache_inference_weights(*model);  // its weights no longer change
     grids[at->second].models.push_back(model);
   }
   return grids;
