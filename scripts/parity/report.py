@@ -14,7 +14,8 @@
 Tables per corpus (mean over seeds, min..max beside it):
 1. Equal steps (the last): validation MLE / duration / total, the fixed sentence's mel L1 and
    frames, alignment median |error| and share within 25 ms; then each run's total and alignment.
-2. Equal wall-clock: at the time monoflow's default side (bf16) took for its last step, each
+2. Equal wall-clock: at the time monoflow's default side (--default-side: bf16 on a GPU, float32
+   on a CPU) took for its last step, each
    official run's last checkpoint saved by then.
 3. Time to target: the official runs' mean validation total at the last step is the target; the
    training time each run needs to reach it (linear between checkpoints), and the ratio.
@@ -30,9 +31,6 @@ import json
 import os
 import statistics
 import sys
-
-DEFAULT_SIDE = "monoflow-bf16"
-
 
 def read_jsonl(path):
     if not os.path.exists(path):
@@ -128,6 +126,7 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--list-align", action="store_true")
+    p.add_argument("--default-side", default="monoflow-bf16", help="the side the equal-wall-clock table measures against")
     args = p.parse_args()
     work = args.work
 
@@ -147,7 +146,7 @@ def main():
     # The equal-wall-clock budget per corpus and each official run's checkpoint within it.
     budget, at_budget = {}, {}
     for corpus in corpora:
-        ref = [times[r].get(args.steps) for r in runs_of(corpus, DEFAULT_SIDE)]
+        ref = [times[r].get(args.steps) for r in runs_of(corpus, args.default_side)]
         ref = [t for t in ref if t is not None]
         if not ref:
             continue
@@ -230,7 +229,7 @@ def main():
             print(f"\n{reference} seed-to-seed spread of the validation total: {min(totals):.3f}..{max(totals):.3f} "
                   f"({max(totals) - min(totals):.3f}).")
         if corpus in budget:
-            print(f"\nEqual wall-clock ({budget[corpus]:.1f} s of training, {DEFAULT_SIDE}'s mean for "
+            print(f"\nEqual wall-clock ({budget[corpus]:.1f} s of training, {args.default_side}'s mean for "
                   f"{args.steps} steps):\n\n{header.replace('| runs |', '| runs (step) |')}\n{rule}")
             for side in sides:
                 rs = runs_of(corpus, side)

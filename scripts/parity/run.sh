@@ -8,6 +8,9 @@
 # evaluations, alignments), outside $OUT so that a later call on the same machine goes on where a
 # call that ran out of time stopped: a finished run, evaluation or alignment is not done again.
 # The report goes to $OUT/parity_report.md and is printed last.
+# On a machine without a GPU everything runs on the CPU, one run at a time, in float32 on both
+# sides: SIDES="official-fp32 monoflow-fp32" (the equal-wall-clock table then measures against
+# monoflow-fp32: DEFAULT_SIDE), PYTHON naming a Python with torch, numpy and Cython.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -31,6 +34,14 @@ PY=${PYTHON:-python3}
 GPUS_FOUND=$(nvidia-smi -L 2>/dev/null | wc -l)
 GPU_COUNT=$((GPUS_FOUND > 0 ? GPUS_FOUND : 1))
 GPUS=${PARITY_GPUS:-$GPU_COUNT}
+# Where both trainers and the judge run: the GPU where there is one, else the CPU.
+if ((GPUS_FOUND > 0)); then DEVICE=cuda:0; else DEVICE=cpu; fi
+DEVICE=${PARITY_DEVICE:-$DEVICE}
+# The side the equal-wall-clock table measures against (report.py --default-side).
+DEFAULT_SIDE=${DEFAULT_SIDE:-$([ "$DEVICE" = cpu ] && echo monoflow-fp32 || echo monoflow-bf16)}
+# The official trainer's data-loading processes (its own default 4, the official recipe's 8); on
+# a CPU they take cores from training, so one.
+OFFICIAL_WORKERS=${OFFICIAL_WORKERS:-$([ "$DEVICE" = cpu ] && echo 1 || echo 4)}
 # The alignment recipe (README's): RECIPE_CONFIG once per seed of RECIPE_SEEDS and variant of
 # RECIPE_VARIANTS (below) on each corpus,
 # each run until its max_steps or RECIPE_MINUTES, then align with its defaults given every run's
@@ -81,8 +92,10 @@ CYTHON=$([ -n "$SIDES" ] && echo 1 || echo 0) bash scripts/parity/python_deps.sh
 
 run_monoflow() {  # corpus precision seed dir
   local corpus=$1 precision=$2 seed=$3 dir=$4 fp16=true
-  [ "$precision" = tf32 ] && fp16=false
-  "$BIN/train" --config "$CONFIG_YAML" --run-dir "$dir" $(data_sets "$corpus") --set train.seed="$seed" \
+  [ "$precision" = bf16 ] || fp16=false
+  local on_cpu=()
+  [ "$DEVICE" = cpu ] && on_cpu=(--set run.device=cpu)
+  "$BIN/train" --config "$CONFIG_YAML" --run-dir "$dir" $(data_sets "$corpus") --set train.seed="$seed" "${on_cpu[@]}" \
     --set train.max_steps="$STEPS" --set train.checkpoint_interval="$SAVE_EVERY" --set train.keep_checkpoints=1000 \
     --set train.val_interval=$((STEPS * 10)) --set train.fp16_run=$fp16 --set train.allow_tf32=true \
     --set run.tensorboard=false > "$dir.log" 2>&1
@@ -156,7 +169,7 @@ train_run() {  # corpus side seed: one training run, unless it finished before
   case $side in
     official-*) "$PY" scripts/parity/official_train.py --official "$OFFICIAL" --config "$data/official.json" \
                   --out "$dir" --seed "$seed" --steps "$STEPS" --save-every "$SAVE_EVERY" --resume \
-                  --precision "${side#official-}" >> "$dir.log" 2>&1 ;;
+                  --precision "${side#official-}" --device "$DEVICE" --workers "$OFFICIAL_WORKERS" >> "$dir.log" 2>&1 ;;
     monoflow-*) run_monoflow "$corpus" "${side#monoflow-}" "$seed" "$dir" ;;
   esac
   rc=$?
@@ -180,7 +193,7 @@ evaluate_run() {  # corpus dir: one judge for every checkpoint (monoflow's conve
   else
     ckpts=("$dir"/G_*.pth)
   fi
-  if "$PY" scripts/parity/evaluate.py --official "$OFFICIAL" --config "$data/official.json" \
+  if "$PY" scripts/parity/evaluate.py --official "$OFFICIAL" --config "$data/official.json" --device "$DEVICE" \
        --val-list "$data/official_val.txt" --run "$name" --mel-dir "$WORK/mels" "${ckpts[@]}" \
        > "$dir.evals.tmp" 2> "$dir.eval.log"; then
     mv "$dir.evals.tmp" "$dir.evals.jsonl"
@@ -291,7 +304,7 @@ recipe_score() {  # corpus dir checkpoint...: align (defaults) into dir, then sc
 }
 
 export -f train_run evaluate_run run_monoflow data_sets recipe_score
-export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS RECIPE_ALIGN
+export WORK PARITY BIN PY OFFICIAL STEPS SAVE_EVERY CONFIG_YAML PARITY_SETS RECIPE_ALIGN DEVICE OFFICIAL_WORKERS
 declare -A gpu_job
 on_free_gpu() {  # command...: starts it in the background on the first GPU without a job
   local g
@@ -327,7 +340,7 @@ wait
 
 # Align each run's last checkpoint and the one the equal-wall-clock table picks, and score them.
 cat "$WORK"/runs/*/*.evals.jsonl > "$WORK/evals.jsonl" 2>/dev/null
-"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" --list-align > "$WORK/to_align.txt"
+"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" --default-side "$DEFAULT_SIDE" --list-align > "$WORK/to_align.txt"
 while read -r name step ckpt; do
   corpus=${name%%/*}
   out=$WORK/align/${name//\//_}_$step
@@ -344,4 +357,4 @@ while read -r name step ckpt; do
     echo "parity: aligning $name at $step failed"; tail -3 "$out.log"
   fi
 done < "$WORK/to_align.txt"
-"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" | tee "$OUT/parity_report.md"
+"$PY" scripts/parity/report.py --work "$WORK" --steps "$STEPS" --default-side "$DEFAULT_SIDE" | tee "$OUT/parity_report.md"
