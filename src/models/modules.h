@@ -227,9 +227,9 @@ TORCH_MODULE(InvConvNear);
 // the parameters no longer change but through load_state_dict (synthesis, serving, `align`,
 // GraphedInference, whose recording needs the inverses in place). Off, the default: computed at
 // each call, because a parameter's storage and version counter do not see every update
-// (FusedAdam's steps on its flat buffer and CUDA graph replays leave the version as it was), and
-// a training run that validated from kept weights measured its first validation's weights
-// again at every later one. Turning it off drops what was kept.
+// (FusedAdam's steps on its flat buffer and CUDA graph replays leave the version as it was): a
+// training run that validated from kept weights measured, at every validation, the weights of
+// its first forward without gradient (DDI's). Turning it off drops what was kept.
 void cache_inference_weights(torch::nn::Module& model, bool on = true);
 
 // Affine coupling: the first half of the channels, through start -> WN -> end (end is
