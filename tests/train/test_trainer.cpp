@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -100,8 +99,7 @@ TEST(Trainer, ResumeIsExact) {
   ASSERT_EQ(va.count(2 * kN), 1u);
   ASSERT_EQ(vb.count(2 * kN), 1u);
   EXPECT_EQ(va.at(2 * kN), vb.at(2 * kN));
-  char sample[40];
-  std::snprintf(sample, sizeof sample, "/samples/val_%09d.wav", 2 * kN);
+  const std::string sample = "/samples/val_000000006.wav";  // step 2 * kN
   EXPECT_TRUE(testing::read_text(dir / "straight" + sample) == testing::read_text(dir / "resumed" + sample))
       << sample << " differs";
 }
@@ -109,8 +107,8 @@ TEST(Trainer, ResumeIsExact) {
 // What a validation logs is what the weights of its step give: the losses of a model loaded
 // from that step's checkpoint and validated in a process of its own. The CPU's inference caches
 // (the weight norm's weights, the folded skip weights, the inverse 1x1 weights) once outlived
-// the first validation, because the optimizer updates its flat buffer without bumping the
-// parameters' version counters, so every later validation measured the first one's weights.
+// the first forward without gradient (DDI's), because the optimizer updates its flat buffer
+// without bumping the parameters' version counters, so every validation measured DDI's weights.
 TEST(Trainer, EachValidationMeasuresTheWeightsOfItsStep) {
   TempDir dir;
   const std::string run_dir = dir / "run";
